@@ -1,0 +1,17 @@
+use thiserror::Error;
+
+/// Errors returned by [`crate::AllocationBitmap`]. The texts of `OutOfRange` and `RangeMismatch`
+/// are upstream's, so callers can match them.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BitmapError {
+    #[error("offset {offset} out of range [0,{max}]")]
+    OutOfRange { offset: i64, max: u64 },
+    #[error("the provided range does not match the current range")]
+    RangeMismatch,
+    #[error("snapshot holds {got} significant bytes, but a bitmap of {max} slots holds at most {limit}")]
+    SnapshotTooLong { got: usize, max: u64, limit: usize },
+    #[error("offset {offset} must be smaller than the bitmap size {max}")]
+    InvalidOffset { offset: u64, max: u64 },
+    #[error("bitmap size {max} is too large (at most {limit} slots)")]
+    TooLarge { max: u64, limit: u64 },
+}

@@ -1,0 +1,19 @@
+//! Allocation bitmap with the semantics of upstream Kubernetes
+//! `pkg/registry/core/service/allocator.AllocationBitmap`.
+//!
+//! Upstream keeps the bits in a `big.Int` and scans linearly for a free slot. This crate keeps
+//! them in a hierarchical bitset (`levels`), so finding the next free slot from any start costs
+//! O(log64 n) word operations, and memory stays at about n/8 bytes.
+
+mod allocation;
+mod error;
+mod levels;
+mod rng;
+mod snapshot;
+mod strategy;
+
+pub use allocation::{AllocationBitmap, MAX_SLOTS};
+pub use error::BitmapError;
+pub use levels::LevelBitset;
+pub use rng::SplitMix64;
+pub use strategy::Strategy;

@@ -1,0 +1,136 @@
+use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, SplitMix64, Strategy};
+use napi::bindgen_prelude::{Buffer, Function};
+use napi_derive::napi;
+
+use crate::convert;
+use crate::errors::{err, Code, Error, Result};
+
+fn to_js(e: BitmapError) -> Error {
+    let code = match e {
+        BitmapError::OutOfRange { .. } => Code::OutOfRange,
+        BitmapError::RangeMismatch => Code::Conflict,
+        _ => Code::InvalidArg,
+    };
+    err(code, e)
+}
+
+#[napi(object)]
+pub struct BitmapOptions {
+    /// `"random-scan"` (default) or `"contiguous-scan"`.
+    pub strategy: Option<String>,
+    /// Random scan only: slots below `offset` are used only when the rest is full.
+    pub offset: Option<f64>,
+    /// Seed for the random scan, for reproducible sequences.
+    pub seed: Option<f64>,
+}
+
+#[napi(object)]
+pub struct BitmapSnapshot {
+    pub range: String,
+    pub data: Buffer,
+}
+
+#[napi(js_name = "AllocationBitmap")]
+pub struct JsAllocationBitmap {
+    inner: Core,
+}
+
+#[napi]
+impl JsAllocationBitmap {
+    #[napi(constructor)]
+    pub fn new(max: f64, range_spec: String, options: Option<BitmapOptions>) -> Result<Self> {
+        let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
+        let opts = options.unwrap_or(BitmapOptions { strategy: None, offset: None, seed: None });
+        let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
+            "random-scan" => {
+                let offset = match opts.offset {
+                    Some(o) => convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize,
+                    None => 0,
+                };
+                Strategy::RandomScan { offset }
+            }
+            "contiguous-scan" => Strategy::ContiguousScan,
+            other => {
+                return Err(err(
+                    Code::InvalidArg,
+                    format!("strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"),
+                ))
+            }
+        };
+        let rng = match opts.seed {
+            Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
+            None => SplitMix64::from_entropy(),
+        };
+        let inner = Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?;
+        Ok(Self { inner })
+    }
+
+    #[napi(getter)]
+    pub fn max(&self) -> f64 {
+        self.inner.max() as f64
+    }
+
+    #[napi(getter)]
+    pub fn range_spec(&self) -> String {
+        self.inner.range_spec().to_string()
+    }
+
+    #[napi]
+    pub fn allocate(&mut self, i: f64) -> Result<bool> {
+        let i = convert::integer("offset", i)?;
+        self.inner.allocate(i).map_err(to_js)
+    }
+
+    #[napi]
+    pub fn allocate_next(&mut self) -> Option<f64> {
+        self.inner.allocate_next().map(|i| i as f64)
+    }
+
+    #[napi]
+    pub fn release(&mut self, i: f64) -> Result<()> {
+        let i = convert::index("offset", i, u64::MAX >> 11)?;
+        self.inner.release(i as usize);
+        Ok(())
+    }
+
+    #[napi]
+    pub fn has(&self, i: f64) -> Result<bool> {
+        let i = convert::index("offset", i, u64::MAX >> 11)?;
+        Ok(self.inner.has(i as usize))
+    }
+
+    #[napi]
+    pub fn free(&self) -> f64 {
+        self.inner.free() as f64
+    }
+
+    #[napi]
+    pub fn count(&self) -> f64 {
+        self.inner.count() as f64
+    }
+
+    /// All set slots, ascending, in one crossing.
+    #[napi]
+    pub fn to_array(&self) -> Vec<f64> {
+        self.inner.iter().map(|i| i as f64).collect()
+    }
+
+    #[napi]
+    pub fn for_each(&self, callback: Function<f64, ()>) -> napi::Result<()> {
+        for i in self.inner.iter() {
+            callback.call(i as f64)?;
+        }
+        Ok(())
+    }
+
+    #[napi]
+    pub fn snapshot(&self) -> BitmapSnapshot {
+        let (range, data) = self.inner.snapshot();
+        BitmapSnapshot { range, data: data.into() }
+    }
+
+    #[napi]
+    pub fn restore(&mut self, range: String, data: &[u8]) -> Result<()> {
+        self.inner.restore(&range, data).map_err(to_js)
+    }
+}

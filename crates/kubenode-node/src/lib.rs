@@ -1,0 +1,6 @@
+//! The single Node-API binding crate. Each module wraps one pure-Rust crate: argument
+//! conversion, class wrappers, errors and async tasks; no logic of its own.
+
+mod bitmap;
+mod convert;
+mod errors;

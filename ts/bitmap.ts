@@ -1,0 +1,106 @@
+// Allocation bitmap with upstream Kubernetes AllocationBitmap semantics
+// (pkg/registry/core/service/allocator). State and search live in Rust; this class checks
+// arguments and maps errors, one native call per operation.
+import type { AllocationBitmap as NativeBitmap } from './binding.js';
+import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
+import { native } from './native.js';
+
+export type Strategy = 'random-scan' | 'contiguous-scan';
+
+export interface AllocationBitmapOptions {
+  /** `random-scan` (upstream's default) or `contiguous-scan` (lowest free slot first). */
+  strategy?: Strategy;
+  /** Random scan: slots below `offset` are handed out only once the rest is full. */
+  offset?: number;
+  /** Seed for the random scan, for reproducible sequences. */
+  seed?: number;
+}
+
+export interface BitmapSnapshot {
+  range: string;
+  /** Upstream's format: the bit set as a big-endian integer without leading zero bytes. */
+  data: Buffer;
+}
+
+/** Largest supported size: one slot per 32-bit ID. */
+export const MAX_SLOTS = 2 ** 32;
+
+export class AllocationBitmap {
+  readonly #n: NativeBitmap;
+
+  constructor(max: number, rangeSpec: string, options: AllocationBitmapOptions = {}) {
+    assertInteger('max', max, 0, MAX_SLOTS);
+    assertString('rangeSpec', rangeSpec);
+    const { strategy = 'random-scan', offset, seed } = options;
+    if (strategy !== 'random-scan' && strategy !== 'contiguous-scan') {
+      throw new KubenodeTypeError(
+        `strategy must be "random-scan" or "contiguous-scan", got ${JSON.stringify(strategy)}`,
+      );
+    }
+    if (offset !== undefined) assertInteger('offset', offset, 0, MAX_SLOTS);
+    if (seed !== undefined) assertInteger('seed', seed);
+    this.#n = callNative(() => new native.AllocationBitmap(max, rangeSpec, { strategy, offset, seed }));
+  }
+
+  get max(): number {
+    return this.#n.max;
+  }
+
+  get rangeSpec(): string {
+    return this.#n.rangeSpec;
+  }
+
+  /** Reserves slot `i`: true when newly taken, false when already taken. Throws outside [0, max). */
+  allocate(i: number): boolean {
+    if (!Number.isInteger(i)) assertInteger('offset', i, Number.MIN_SAFE_INTEGER);
+    return callNative(() => this.#n.allocate(i));
+  }
+
+  /** Reserves a free slot chosen by the strategy, or returns null when the map is full. */
+  allocateNext(): number | null {
+    return this.#n.allocateNext();
+  }
+
+  /** Frees slot `i`; releasing a free or out-of-range slot is a no-op, as upstream. */
+  release(i: number): void {
+    assertInteger('offset', i);
+    this.#n.release(i);
+  }
+
+  has(i: number): boolean {
+    assertInteger('offset', i);
+    return this.#n.has(i);
+  }
+
+  /** `max - count()`. */
+  free(): number {
+    return this.#n.free();
+  }
+
+  count(): number {
+    return this.#n.count();
+  }
+
+  /** Calls `fn` for every taken slot in ascending order (one native call for the whole set). */
+  forEach(fn: (i: number) => void): void {
+    for (const i of this.#n.toArray()) fn(i);
+  }
+
+  /** Every taken slot in ascending order. */
+  toArray(): number[] {
+    return this.#n.toArray();
+  }
+
+  snapshot(): BitmapSnapshot {
+    return this.#n.snapshot();
+  }
+
+  /** Replaces the state with a snapshot; the range must equal this map's `rangeSpec`. */
+  restore(range: string, data: Uint8Array): void {
+    assertString('range', range);
+    if (!(data instanceof Uint8Array)) {
+      throw new KubenodeTypeError('data must be a Buffer or Uint8Array');
+    }
+    callNative(() => this.#n.restore(range, data));
+  }
+}

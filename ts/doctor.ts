@@ -1,0 +1,132 @@
+// `kubenode doctor`: what this node offers the subsystems. Each check reads the kernel's own
+// files; a missing file is reported, never thrown.
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import { nativePath } from './native.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'missing';
+
+export interface DoctorCheck {
+  name: string;
+  status: CheckStatus;
+  value: string | number | boolean | null;
+  detail?: string;
+}
+
+export interface DoctorSection {
+  section: string;
+  checks: DoctorCheck[];
+}
+
+export interface DoctorReport {
+  sections: DoctorSection[];
+}
+
+/** Reads a /proc file, trimmed; null when it does not exist or cannot be read. */
+export async function readProc(path: string): Promise<string | null> {
+  try {
+    return (await readFile(path, 'utf8')).trim();
+  } catch {
+    return null;
+  }
+}
+
+async function platform(): Promise<DoctorSection> {
+  const libc = process.report?.getReport
+    ? (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header
+        ?.glibcVersionRuntime
+    : undefined;
+  return {
+    section: 'platform',
+    checks: [
+      { name: 'kernel', status: 'ok', value: (await readProc('/proc/sys/kernel/osrelease')) ?? os.release() },
+      { name: 'os', status: 'ok', value: `${process.platform}-${process.arch}` },
+      { name: 'libc', status: 'ok', value: libc ? `glibc ${libc}` : 'musl or none' },
+      { name: 'node', status: 'ok', value: process.version },
+      { name: 'node-api', status: 'ok', value: process.versions.napi ?? null },
+    ],
+  };
+}
+
+function binding(): DoctorSection {
+  try {
+    return { section: 'binding', checks: [{ name: 'prebuilt binary', status: 'ok', value: nativePath() }] };
+  } catch (e) {
+    return {
+      section: 'binding',
+      checks: [{ name: 'prebuilt binary', status: 'missing', value: null, detail: (e as Error).message }],
+    };
+  }
+}
+
+async function userNamespaces(): Promise<DoctorSection> {
+  const max = await readProc('/proc/sys/user/max_user_namespaces');
+  const n = max === null ? null : Number(max);
+  const checks: DoctorCheck[] = [
+    {
+      name: 'max_user_namespaces',
+      status: n === null ? 'missing' : n > 0 ? 'ok' : 'warn',
+      value: n,
+      detail: n === 0 ? 'user namespaces are disabled (sysctl user.max_user_namespaces=0)' : undefined,
+    },
+  ];
+  return { section: 'user namespaces', checks };
+}
+
+async function conntrack(): Promise<DoctorSection> {
+  const count = await readProc('/proc/sys/net/netfilter/nf_conntrack_count');
+  const max = await readProc('/proc/sys/net/netfilter/nf_conntrack_max');
+  const available = count !== null;
+  return {
+    section: 'conntrack',
+    checks: [
+      {
+        name: 'nf_conntrack',
+        status: available ? 'ok' : 'missing',
+        value: available,
+        detail: available ? undefined : 'nf_conntrack is not loaded in this network namespace',
+      },
+      {
+        name: 'nf_conntrack_count',
+        status: available ? 'ok' : 'missing',
+        value: count === null ? null : Number(count),
+      },
+      {
+        name: 'nf_conntrack_max',
+        status: max !== null ? 'ok' : 'missing',
+        value: max === null ? null : Number(max),
+      },
+    ],
+  };
+}
+
+/** Extra sections registered by subsystems (sysctl probe summary, userns pool, …). */
+const extraSections: Array<() => Promise<DoctorSection>> = [];
+
+export function registerSection(fn: () => Promise<DoctorSection>): void {
+  extraSections.push(fn);
+}
+
+export async function collect(): Promise<DoctorReport> {
+  const sections = await Promise.all([
+    platform(),
+    Promise.resolve(binding()),
+    userNamespaces(),
+    conntrack(),
+    ...extraSections.map((f) => f()),
+  ]);
+  return { sections };
+}
+
+export function formatText(report: DoctorReport): string {
+  const lines: string[] = [];
+  for (const s of report.sections) {
+    lines.push(`${s.section}:`);
+    for (const c of s.checks) {
+      const mark = c.status === 'ok' ? ' ' : c.status === 'warn' ? '!' : '-';
+      const value = c.value === null ? 'n/a' : String(c.value);
+      lines.push(`  ${mark} ${c.name}: ${value}${c.detail ? ` (${c.detail})` : ''}`);
+    }
+  }
+  return lines.join('\n');
+}

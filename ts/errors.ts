@@ -1,0 +1,121 @@
+// Typed errors. The binding reports failures with an `ERR_KUBENODE_*` code; `fromNative` turns
+// them into instances of these classes so callers can use `instanceof` as well as `code`.
+
+export type KubenodeErrorCode =
+  | 'ERR_KUBENODE_INVALID_ARG'
+  | 'ERR_KUBENODE_OUT_OF_RANGE'
+  | 'ERR_KUBENODE_IO'
+  | 'ERR_KUBENODE_PERMISSION'
+  | 'ERR_KUBENODE_PARSE'
+  | 'ERR_KUBENODE_CONFLICT'
+  | 'ERR_KUBENODE_UNSUPPORTED'
+  | 'ERR_KUBENODE_INTERNAL';
+
+const CODES = new Set<string>([
+  'ERR_KUBENODE_INVALID_ARG',
+  'ERR_KUBENODE_OUT_OF_RANGE',
+  'ERR_KUBENODE_IO',
+  'ERR_KUBENODE_PERMISSION',
+  'ERR_KUBENODE_PARSE',
+  'ERR_KUBENODE_CONFLICT',
+  'ERR_KUBENODE_UNSUPPORTED',
+  'ERR_KUBENODE_INTERNAL',
+]);
+
+/** Base class of every error kubenode throws on purpose. */
+export class KubenodeError extends Error {
+  readonly code: KubenodeErrorCode;
+  constructor(code: KubenodeErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KubenodeError';
+    this.code = code;
+  }
+}
+
+/** A value of the wrong type or shape (not a number, not an integer, malformed text). */
+export class KubenodeTypeError extends TypeError {
+  readonly code = 'ERR_KUBENODE_INVALID_ARG' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KubenodeTypeError';
+  }
+}
+
+/** A number outside the range an operation accepts. */
+export class KubenodeRangeError extends RangeError {
+  readonly code = 'ERR_KUBENODE_OUT_OF_RANGE' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KubenodeRangeError';
+  }
+}
+
+export type AnyKubenodeError = KubenodeError | KubenodeTypeError | KubenodeRangeError;
+
+export function isKubenodeError(e: unknown): e is AnyKubenodeError {
+  return e instanceof KubenodeError || e instanceof KubenodeTypeError || e instanceof KubenodeRangeError;
+}
+
+/** Converts an error thrown by the binding into a typed error; other values pass through. */
+export function fromNative(e: unknown): unknown {
+  if (!(e instanceof Error) || isKubenodeError(e)) {
+    return e;
+  }
+  const code = (e as { code?: unknown }).code;
+  if (typeof code !== 'string' || !CODES.has(code)) {
+    // Argument conversion failures from napi itself (e.g. a string where a number belongs).
+    if (code === 'InvalidArg' || code === 'NumberExpected' || code === 'StringExpected') {
+      return new KubenodeTypeError(e.message, { cause: e });
+    }
+    return e;
+  }
+  if (code === 'ERR_KUBENODE_INVALID_ARG') {
+    return new KubenodeTypeError(e.message, { cause: e });
+  }
+  if (code === 'ERR_KUBENODE_OUT_OF_RANGE') {
+    return new KubenodeRangeError(e.message, { cause: e });
+  }
+  return new KubenodeError(code as KubenodeErrorCode, e.message, { cause: e });
+}
+
+/** Runs `fn`, rethrowing binding errors as typed errors. */
+export function callNative<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    throw fromNative(e);
+  }
+}
+
+/** Awaits a binding promise, rejecting with typed errors. */
+export async function awaitNative<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    throw fromNative(e);
+  }
+}
+
+export function assertInteger(what: string, v: unknown, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) {
+    throw new KubenodeTypeError(`${what} must be an integer, got ${describe(v)}`);
+  }
+  if (v < min || v > max) {
+    throw new KubenodeRangeError(`${what} must be in [${min}, ${max}], got ${v}`);
+  }
+  return v;
+}
+
+export function assertString(what: string, v: unknown): string {
+  if (typeof v !== 'string') {
+    throw new KubenodeTypeError(`${what} must be a string, got ${describe(v)}`);
+  }
+  return v;
+}
+
+export function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'number') return String(v);
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}…` : v);
+  return typeof v;
+}

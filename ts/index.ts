@@ -1,0 +1,11 @@
+// Public API of kubenode. Each subsystem is a namespace export.
+export * as bitmap from './bitmap.js';
+export * as doctor from './doctor.js';
+export {
+  isKubenodeError,
+  KubenodeError,
+  type KubenodeErrorCode,
+  KubenodeRangeError,
+  KubenodeTypeError,
+} from './errors.js';
+export { nativePath } from './native.js';
