@@ -100,20 +100,13 @@ async function conntrack(): Promise<DoctorSection> {
   };
 }
 
-/** Extra sections registered by subsystems (sysctl probe summary, userns pool, …). */
-const extraSections: Array<() => Promise<DoctorSection>> = [];
-
-export function registerSection(fn: () => Promise<DoctorSection>): void {
-  extraSections.push(fn);
-}
-
 export async function collect(): Promise<DoctorReport> {
   const sections = await Promise.all([
     platform(),
     Promise.resolve(binding()),
     userNamespaces(),
     conntrack(),
-    ...extraSections.map((f) => f()),
+    // Subsystem sections (sysctl probe summary, userns pool, …) are added here.
   ]);
   return { sections };
 }
