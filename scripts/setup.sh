@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs everything kubenode needs on a fresh Debian machine with Node 20, Rust and Go:
+# system packages, npm dependencies, and the native build (prebuilds/ + dist/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES="iproute2 nftables conntrack uidmap openssl procps util-linux"
+
+missing=()
+for p in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+npm run build
