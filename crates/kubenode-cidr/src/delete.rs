@@ -1,0 +1,77 @@
+//! Upstream `canDeleteCIDR` (pkg/controller/servicecidrs), answered from the index in one pass.
+
+use crate::{Addr, CidrIndex, Prefix};
+
+/// One IPAddress object managed by `ipallocator.k8s.io`: its name and its
+/// `ipaddress.kubernetes.io/ip-family` label value (empty when absent).
+#[derive(Debug, Clone)]
+pub struct OrphanScan<'a> {
+    pub name: &'a str,
+    pub family_label: &'a str,
+}
+
+/// The outcome of the deletion check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteCheck {
+    /// Every parsable CIDR is equal to or inside a CIDR of another ServiceCIDR.
+    ContainedInOther,
+    /// `ip` would be left without a ServiceCIDR.
+    BlockedBy { ip: String },
+    /// No IPAddress depends on this ServiceCIDR alone.
+    NoOrphans,
+}
+
+/// The family label upstream derives from a CIDR string (`netutils.IPFamilyOfCIDRString`):
+/// an IPv4-mapped IPv6 prefix counts as IPv4; unparsable gives the empty "unknown" family.
+pub fn legacy_family_label(cidr: &str) -> &'static str {
+    match Prefix::parse(cidr) {
+        Ok(p) if p.addr().is_4in6() => "IPv4",
+        Ok(p) => p.family().label(),
+        Err(_) => "",
+    }
+}
+
+impl CidrIndex {
+    /// Upstream `canDeleteCIDR` for the ServiceCIDR `name` with spec `cidrs`, given the
+    /// IPAddresses managed by the allocator. `unparsable` collects IPAddress names that are not
+    /// addresses (upstream logs them as "[SHOULD NOT HAPPEN]" and skips them).
+    pub fn can_delete<S: AsRef<str>>(
+        &self,
+        name: &str,
+        cidrs: &[S],
+        ips: &[OrphanScan<'_>],
+        unparsable: &mut Vec<String>,
+    ) -> DeleteCheck {
+        // A lookup result "is only the target" when it holds exactly one CIDR, the target's.
+        let target = self.id_of(name);
+        let is_only_target = |ids: &[u32]| ids.len() == 1 && ids.first().copied() == target;
+        let mut has_parent = true;
+        for c in cidrs {
+            if let Ok(p) = Prefix::parse(c.as_ref()) {
+                let ids = self.enclosing_ids(&p);
+                if ids.is_empty() || is_only_target(&ids) {
+                    has_parent = false;
+                }
+            }
+        }
+        if has_parent {
+            return DeleteCheck::ContainedInOther;
+        }
+        for c in cidrs {
+            let family = legacy_family_label(c.as_ref());
+            for ip in ips.iter().filter(|ip| ip.family_label == family) {
+                let Ok(addr) = Addr::parse(ip.name) else {
+                    unparsable.push(ip.name.to_string());
+                    continue;
+                };
+                let ids = self.containing_ids(addr);
+                if is_only_target(&ids) {
+                    return DeleteCheck::BlockedBy {
+                        ip: addr.to_string(),
+                    };
+                }
+            }
+        }
+        DeleteCheck::NoOrphans
+    }
+}

@@ -1,0 +1,18 @@
+//! ServiceCIDR helpers with the semantics of upstream Kubernetes `pkg/api/servicecidr` and
+//! `net/netip`, plus [`CidrIndex`]: a binary trie per IP family so that "which ServiceCIDRs
+//! contain this address" costs O(prefix bits) instead of a scan of every ServiceCIDR.
+
+mod addr;
+mod delete;
+mod error;
+mod index;
+mod prefix;
+mod trie;
+mod validate;
+
+pub use addr::{ip_to_addr, Addr, Family};
+pub use delete::{DeleteCheck, OrphanScan};
+pub use error::CidrError;
+pub use index::CidrIndex;
+pub use prefix::{broadcast_address, prefix_contains_ip, Prefix};
+pub use validate::validate_cidr;
