@@ -7,6 +7,7 @@ mod delete;
 mod error;
 mod index;
 mod prefix;
+mod scan;
 mod trie;
 mod validate;
 
@@ -15,4 +16,5 @@ pub use delete::{DeleteCheck, OrphanScan};
 pub use error::CidrError;
 pub use index::CidrIndex;
 pub use prefix::{broadcast_address, prefix_contains_ip, Prefix};
+pub use scan::{scan_matches, Query};
 pub use validate::validate_cidr;

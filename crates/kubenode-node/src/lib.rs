@@ -4,3 +4,4 @@
 mod bitmap;
 mod convert;
 mod errors;
+mod servicecidr;

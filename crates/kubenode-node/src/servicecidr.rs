@@ -1,0 +1,206 @@
+//! Binding for `kubenode-cidr`: the ServiceCIDR index and the upstream helper functions.
+
+use kubenode_cidr::{
+    broadcast_address, ip_to_addr, prefix_contains_ip, scan_matches, validate_cidr, Addr,
+    CidrError, CidrIndex, DeleteCheck, OrphanScan, Prefix, Query,
+};
+use napi_derive::napi;
+
+use crate::errors::{err, Code, Error, Result};
+
+fn to_js(e: CidrError) -> Error {
+    err(Code::Parse, e)
+}
+
+fn prefix(s: &str) -> Result<Prefix> {
+    Prefix::parse(s).map_err(to_js)
+}
+
+fn addr(s: &str) -> Result<Addr> {
+    Addr::parse(s).map_err(to_js)
+}
+
+#[napi(object)]
+pub struct ServiceCidrPrefixInfo {
+    /// `IPv4` or `IPv6` (an IPv4-mapped IPv6 prefix is IPv6, as in Go's netip).
+    pub family: String,
+    pub bits: u32,
+    /// The address as written (host bits kept).
+    pub address: String,
+    /// The prefix with host bits cleared.
+    pub masked: String,
+    pub ipv4_mapped: bool,
+}
+
+#[napi]
+pub fn servicecidr_parse_prefix(cidr: String) -> Result<ServiceCidrPrefixInfo> {
+    let p = prefix(&cidr)?;
+    Ok(ServiceCidrPrefixInfo {
+        family: p.family().label().to_string(),
+        bits: u32::from(p.bits()),
+        address: p.addr().to_string(),
+        masked: p.masked().to_string(),
+        ipv4_mapped: p.addr().is_4in6(),
+    })
+}
+
+#[napi]
+pub fn servicecidr_validate(cidr: String) -> Vec<String> {
+    validate_cidr(&cidr)
+}
+
+#[napi]
+pub fn servicecidr_prefix_contains_ip(cidr: String, ip: String) -> Result<bool> {
+    Ok(prefix_contains_ip(&prefix(&cidr)?, addr(&ip)?))
+}
+
+#[napi]
+pub fn servicecidr_broadcast_address(cidr: String) -> Result<String> {
+    Ok(broadcast_address(&prefix(&cidr)?).to_string())
+}
+
+#[napi]
+pub fn servicecidr_ip_to_addr(ip: String) -> Option<String> {
+    ip_to_addr(&ip).map(|a| a.to_string())
+}
+
+/// Indices of the CIDR lists that match `query` under `kind` (`overlaps`, `containsPrefix` or
+/// `containsAddress`): upstream's linear scan, one crossing for the whole list.
+#[napi]
+pub fn servicecidr_match(kind: String, lists: Vec<Vec<String>>, query: String) -> Result<Vec<u32>> {
+    let q = match kind.as_str() {
+        "overlaps" => Query::Overlaps(prefix(&query)?),
+        "containsPrefix" => Query::ContainsPrefix(prefix(&query)?),
+        "containsAddress" => Query::ContainsAddress(addr(&query)?),
+        other => {
+            return Err(err(
+                Code::InvalidArg,
+                format!("unknown match kind {other:?}"),
+            ))
+        }
+    };
+    scan_matches(&lists, &q)
+        .into_iter()
+        .map(|i| u32::try_from(i).map_err(|_| err(Code::OutOfRange, "too many ServiceCIDRs")))
+        .collect()
+}
+
+#[napi(object)]
+pub struct ServiceCidrEntry {
+    pub name: String,
+    pub cidrs: Vec<String>,
+}
+
+#[napi(object)]
+pub struct ServiceCidrDeleteCheck {
+    /// `containedInOther`, `blocked` or `noOrphans`.
+    pub outcome: String,
+    /// The IPAddress that blocks the deletion (`blocked` only).
+    pub ip: Option<String>,
+    /// IPAddress names that are not addresses; skipped.
+    pub unparsable: Vec<String>,
+}
+
+#[napi(js_name = "ServiceCidrIndex")]
+pub struct JsServiceCidrIndex {
+    inner: CidrIndex,
+}
+
+#[napi]
+impl JsServiceCidrIndex {
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self {
+            inner: CidrIndex::new(),
+        }
+    }
+
+    /// Sets the CIDRs of `name`; returns the CIDRs skipped as unparsable.
+    #[napi]
+    pub fn upsert(&mut self, name: String, cidrs: Vec<String>) -> Vec<String> {
+        self.inner.upsert(&name, &cidrs)
+    }
+
+    /// Bulk load in one crossing; returns how many CIDRs were skipped as unparsable.
+    #[napi]
+    pub fn upsert_many(&mut self, entries: Vec<ServiceCidrEntry>) -> u32 {
+        let mut skipped = 0u32;
+        for e in entries {
+            skipped = skipped.saturating_add(self.inner.upsert(&e.name, &e.cidrs).len() as u32);
+        }
+        skipped
+    }
+
+    #[napi]
+    pub fn remove(&mut self, name: String) -> bool {
+        self.inner.remove(&name)
+    }
+
+    #[napi]
+    pub fn has(&self, name: String) -> bool {
+        self.inner.has(&name)
+    }
+
+    #[napi(getter)]
+    pub fn size(&self) -> u32 {
+        self.inner.len() as u32
+    }
+
+    #[napi(getter)]
+    pub fn node_count(&self) -> u32 {
+        self.inner.node_count() as u32
+    }
+
+    #[napi]
+    pub fn containing(&self, ip: String) -> Result<Vec<String>> {
+        Ok(self.inner.containing(addr(&ip)?))
+    }
+
+    #[napi]
+    pub fn containing_prefix(&self, cidr: String) -> Result<Vec<String>> {
+        Ok(self.inner.containing_prefix(&prefix(&cidr)?))
+    }
+
+    #[napi]
+    pub fn overlapping(&self, cidr: String) -> Result<Vec<String>> {
+        Ok(self.inner.overlapping(&prefix(&cidr)?))
+    }
+
+    /// Upstream `canDeleteCIDR` over the allocator-managed IPAddresses (`ips[i]` with family
+    /// label `families[i]`).
+    #[napi]
+    pub fn can_delete(
+        &self,
+        name: String,
+        cidrs: Vec<String>,
+        ips: Vec<String>,
+        families: Vec<String>,
+    ) -> Result<ServiceCidrDeleteCheck> {
+        if ips.len() != families.len() {
+            return Err(err(
+                Code::InvalidArg,
+                "ips and families must have the same length",
+            ));
+        }
+        let scan: Vec<OrphanScan<'_>> = ips
+            .iter()
+            .zip(&families)
+            .map(|(n, f)| OrphanScan {
+                name: n,
+                family_label: f,
+            })
+            .collect();
+        let mut unparsable = Vec::new();
+        let (outcome, ip) = match self.inner.can_delete(&name, &cidrs, &scan, &mut unparsable) {
+            DeleteCheck::ContainedInOther => ("containedInOther", None),
+            DeleteCheck::BlockedBy { ip } => ("blocked", Some(ip)),
+            DeleteCheck::NoOrphans => ("noOrphans", None),
+        };
+        Ok(ServiceCidrDeleteCheck {
+            outcome: outcome.to_string(),
+            ip,
+            unparsable,
+        })
+    }
+}
