@@ -1,0 +1,329 @@
+//! Writing sysctls into a pod's namespaces. `/proc/sys/net/*`, the IPC entries and
+//! `kernel.domainname` resolve against the namespaces of the *thread* that opens them, so the
+//! work runs on a dedicated thread that `setns`-es into the target and exits afterwards; the
+//! caller's threads never change namespace.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::name::is_valid_sysctl_name;
+use crate::namespace::{get_namespace, Namespace};
+use crate::normalize::normalize_name;
+use crate::quote::go_quote;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NsTarget {
+    /// The namespaces of a running process (`/proc/<pid>/ns/*`).
+    Pid(u32),
+    /// Bind-mounted namespace files, as CNI and runtimes keep them.
+    Paths {
+        net: Option<PathBuf>,
+        ipc: Option<PathBuf>,
+        uts: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ApplyError {
+    #[error("sysctl {} is not a valid sysctl name", go_quote(.0))]
+    InvalidName(String),
+    /// runc's text for sysctls outside the net, IPC and UTS namespaces.
+    #[error("sysctl {} is not in a separate kernel namespace", go_quote(.0))]
+    NotNamespaced(String),
+    #[error("sysctl {} is in the User namespace; setting ucounts needs the pod's user namespace, which a multithreaded process cannot join", go_quote(.0))]
+    UserNamespace(String),
+    #[error("sysctl {} needs the target's {ns} namespace, but no {ns} namespace path was given", go_quote(.name))]
+    MissingNamespace { name: String, ns: &'static str },
+    #[error("the target's {0} namespace is the host's; refusing to change host sysctls")]
+    HostNamespace(&'static str),
+    #[error("opening namespace {path}: {message}")]
+    OpenNamespace { path: String, message: String },
+    #[error("joining {ns} namespace {path}: {message}")]
+    Setns {
+        ns: &'static str,
+        path: String,
+        message: String,
+    },
+    #[error("sysctl {}: {message}", go_quote(.name))]
+    Io {
+        name: String,
+        message: String,
+        permission: bool,
+    },
+    #[error("{0}")]
+    Thread(String),
+}
+
+/// One sysctl as set: `previous` and `value` are read back from the kernel (whitespace as the
+/// kernel prints it, trailing newline removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub name: String,
+    pub path: String,
+    pub previous: String,
+    pub value: String,
+}
+
+/// `/proc/sys/` path of a normalised name: dots separate components, a slash is a literal dot.
+pub fn proc_path(normalized: &str) -> String {
+    let mut p = String::with_capacity(10 + normalized.len());
+    p.push_str("/proc/sys/");
+    for c in normalized.chars() {
+        p.push(match c {
+            '.' => '/',
+            '/' => '.',
+            c => c,
+        });
+    }
+    p
+}
+
+pub(crate) fn io_err(name: &str, e: &std::io::Error) -> ApplyError {
+    ApplyError::Io {
+        name: name.to_string(),
+        message: e.to_string(),
+        permission: e.kind() == std::io::ErrorKind::PermissionDenied,
+    }
+}
+
+pub(crate) fn read_value(name: &str, path: &str) -> Result<String, ApplyError> {
+    let mut s = String::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .map_err(|e| io_err(name, &e))?;
+    Ok(s.trim_end_matches('\n').to_string())
+}
+
+/// One `write(2)` at offset 0: procfs sysctls parse exactly what one write delivers.
+pub(crate) fn write_value(name: &str, path: &str, value: &str) -> Result<(), ApplyError> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| io_err(name, &e))?;
+    let n = f.write(value.as_bytes()).map_err(|e| io_err(name, &e))?;
+    if n != value.len() {
+        return Err(ApplyError::Io {
+            name: name.to_string(),
+            message: format!("short write ({n} of {} bytes)", value.len()),
+            permission: false,
+        });
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Net,
+    Ipc,
+    Uts,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Net => "net",
+            Kind::Ipc => "ipc",
+            Kind::Uts => "uts",
+        }
+    }
+    fn flag(self) -> libc::c_int {
+        match self {
+            Kind::Net => libc::CLONE_NEWNET,
+            Kind::Ipc => libc::CLONE_NEWIPC,
+            Kind::Uts => libc::CLONE_NEWUTS,
+        }
+    }
+}
+
+fn kind_of(raw: &str) -> Result<(String, Kind), ApplyError> {
+    if !is_valid_sysctl_name(raw) {
+        return Err(ApplyError::InvalidName(raw.to_string()));
+    }
+    let (ns, name, _) = get_namespace(raw);
+    let kind = match ns {
+        Namespace::Net => Kind::Net,
+        Namespace::Ipc => Kind::Ipc,
+        Namespace::Uts => Kind::Uts,
+        Namespace::User => return Err(ApplyError::UserNamespace(name)),
+        Namespace::Unknown => {
+            return Err(ApplyError::NotNamespaced(normalize_name(raw).into_owned()))
+        }
+    };
+    Ok((name, kind))
+}
+
+fn ns_file(target: &NsTarget, kind: Kind) -> Option<PathBuf> {
+    match target {
+        NsTarget::Pid(pid) => Some(PathBuf::from(format!("/proc/{pid}/ns/{}", kind.label()))),
+        NsTarget::Paths { net, ipc, uts } => match kind {
+            Kind::Net => net.clone(),
+            Kind::Ipc => ipc.clone(),
+            Kind::Uts => uts.clone(),
+        },
+    }
+}
+
+/// Sets `sysctls` (name, value) inside the target's namespaces, in order. All names are checked
+/// before anything is written; if a write fails, the values written so far are restored.
+pub fn apply_sysctls(
+    target: &NsTarget,
+    sysctls: &[(String, String)],
+) -> Result<Vec<Applied>, ApplyError> {
+    let mut plan = Vec::with_capacity(sysctls.len());
+    let mut kinds: Vec<Kind> = Vec::new();
+    for (raw, value) in sysctls {
+        let (name, kind) = kind_of(raw)?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+        plan.push((name, value.clone()));
+    }
+    // Open the namespace files on the caller's thread; refuse the caller's own namespaces.
+    let mut files = Vec::with_capacity(kinds.len());
+    for kind in kinds {
+        let Some(path) = ns_file(target, kind) else {
+            let name = plan
+                .iter()
+                .zip(sysctls)
+                .find(|(_, (raw, _))| kind_of(raw).map(|(_, k)| k == kind).unwrap_or(false))
+                .map(|(p, _)| p.0.clone())
+                .unwrap_or_default();
+            return Err(ApplyError::MissingNamespace {
+                name,
+                ns: kind.label(),
+            });
+        };
+        let shown = path.display().to_string();
+        let f = File::open(&path).map_err(|e| ApplyError::OpenNamespace {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        let own =
+            std::fs::metadata(format!("/proc/thread-self/ns/{}", kind.label())).map_err(|e| {
+                ApplyError::OpenNamespace {
+                    path: "/proc/thread-self/ns".into(),
+                    message: e.to_string(),
+                }
+            })?;
+        let theirs = f.metadata().map_err(|e| ApplyError::OpenNamespace {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        if own.ino() == theirs.ino() && own.dev() == theirs.dev() {
+            return Err(ApplyError::HostNamespace(kind.label()));
+        }
+        files.push((kind, shown, f));
+    }
+    let worker = std::thread::Builder::new()
+        .name("kubenode-sysctl-apply".into())
+        .spawn(move || -> Result<Vec<Applied>, ApplyError> {
+            for (kind, path, f) in &files {
+                // SAFETY: a valid open fd and a CLONE_NEW* flag; affects only this thread.
+                if unsafe { libc::setns(f.as_raw_fd(), kind.flag()) } != 0 {
+                    let e = std::io::Error::last_os_error();
+                    return Err(ApplyError::Setns {
+                        ns: kind.label(),
+                        path: path.clone(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+            write_all(&plan)
+        })
+        .map_err(|e| ApplyError::Thread(format!("spawning the namespace thread: {e}")))?;
+    worker
+        .join()
+        .map_err(|_| ApplyError::Thread("the namespace thread panicked".into()))?
+}
+
+/// Runs inside the target namespaces: read, write, read back; undo on failure.
+fn write_all(plan: &[(String, String)]) -> Result<Vec<Applied>, ApplyError> {
+    let mut done: Vec<Applied> = Vec::with_capacity(plan.len());
+    for (name, value) in plan {
+        let path = proc_path(name);
+        let step = read_value(name, &path).and_then(|previous| {
+            write_value(name, &path, value)?;
+            let now = read_value(name, &path)?;
+            Ok(Applied {
+                name: name.clone(),
+                path: path.clone(),
+                previous,
+                value: now,
+            })
+        });
+        match step {
+            Ok(a) => done.push(a),
+            Err(e) => {
+                for a in done.iter().rev() {
+                    // Best effort: the original error is what the caller needs to see.
+                    let _ = write_value(&a.name, &a.path, &a.previous);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(
+            proc_path("net.ipv4.ip_local_port_range"),
+            "/proc/sys/net/ipv4/ip_local_port_range"
+        );
+        assert_eq!(
+            proc_path("net.ipv4.conf.eno2/100.rp_filter"),
+            "/proc/sys/net/ipv4/conf/eno2.100/rp_filter"
+        );
+    }
+
+    #[test]
+    fn refuses_before_touching_anything() {
+        let t = NsTarget::Pid(std::process::id());
+        let one = |n: &str| apply_sysctls(&t, &[(n.to_string(), "1".to_string())]).unwrap_err();
+        assert_eq!(
+            one("vm.swappiness"),
+            ApplyError::NotNamespaced("vm.swappiness".into())
+        );
+        assert_eq!(
+            one("kernel/hostname"),
+            ApplyError::NotNamespaced("kernel.hostname".into())
+        );
+        assert!(matches!(
+            one("user.max_user_namespaces"),
+            ApplyError::UserNamespace(_)
+        ));
+        assert!(matches!(
+            one("../../etc/passwd"),
+            ApplyError::InvalidName(_)
+        ));
+        assert!(matches!(one("net.*"), ApplyError::InvalidName(_)));
+        // Our own namespaces are the host's.
+        assert_eq!(
+            one("net.ipv4.tcp_syncookies"),
+            ApplyError::HostNamespace("net")
+        );
+        let paths = NsTarget::Paths {
+            net: Some("/proc/self/ns/net".into()),
+            ipc: None,
+            uts: None,
+        };
+        let e = apply_sysctls(&paths, &[("kernel.shmmax".into(), "1".into())]).unwrap_err();
+        assert_eq!(
+            e,
+            ApplyError::MissingNamespace {
+                name: "kernel.shmmax".into(),
+                ns: "ipc"
+            }
+        );
+    }
+}

@@ -1,0 +1,34 @@
+//! Kubelet sysctl admission with the semantics of upstream Kubernetes
+//! (`component-helpers/node/util/sysctl`, `pkg/kubelet/sysctl`, the sysctl part of
+//! `pkg/apis/core/validation`), plus applying sysctls inside a pod's namespaces on Linux.
+//!
+//! Everything on the admission path is allocation-free for well-formed, dotted names; the name
+//! and pattern syntax is checked by hand-written matchers equivalent to upstream's regexes.
+
+mod allowlist;
+mod apply;
+mod kernel;
+mod name;
+mod namespace;
+mod normalize;
+mod probe;
+mod quote;
+mod safe;
+mod validation;
+
+pub use allowlist::{AdmitError, Allowlist, AllowlistError, FORBIDDEN_REASON};
+pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use kernel::{read_kernel_version, KernelVersion, VersionError};
+pub use name::{
+    is_valid_sysctl_name, is_valid_sysctl_pattern, SYSCTL_CONTAIN_SLASH_FMT,
+    SYSCTL_CONTAIN_SLASH_PATTERN_FMT, SYSCTL_MAX_LENGTH,
+};
+pub use namespace::{
+    get_namespace, namespace_of, Namespace, EXACT as NAMESPACE_EXACT,
+    PREFIXES as NAMESPACE_PREFIXES,
+};
+pub use normalize::normalize_name;
+pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
+pub use quote::go_quote;
+pub use safe::{safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};
+pub use validation::{validate_host_sysctl, validate_sysctls, FieldError, FieldErrorType};

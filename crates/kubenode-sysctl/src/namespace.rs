@@ -1,0 +1,119 @@
+//! Kernel namespace of a sysctl (component-helpers `namespace.go`): an exact-name table, then a
+//! prefix table where a key matches names starting with `<key>.`.
+
+use crate::normalize::normalize_name;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Namespace {
+    Ipc,
+    Net,
+    Uts,
+    User,
+    Unknown,
+}
+
+impl Namespace {
+    /// Upstream's string; it appears verbatim in kubelet messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Namespace::Ipc => "IPC",
+            Namespace::Net => "Net",
+            Namespace::Uts => "UTS",
+            Namespace::User => "User",
+            Namespace::Unknown => "",
+        }
+    }
+}
+
+/// `namespaces` (exact names). `kernel.shm` and `kernel.msg` exist so that `kernel.shm*` and
+/// `kernel.msg*` resolve.
+pub const EXACT: &[(&str, Namespace)] = &[
+    ("kernel.domainname", Namespace::Uts),
+    ("kernel.sem", Namespace::Ipc),
+    ("kernel.shmall", Namespace::Ipc),
+    ("kernel.shmmax", Namespace::Ipc),
+    ("kernel.shmmni", Namespace::Ipc),
+    ("kernel.shm_rmid_forced", Namespace::Ipc),
+    ("kernel.shm", Namespace::Ipc),
+    ("kernel.msgmax", Namespace::Ipc),
+    ("kernel.msgmnb", Namespace::Ipc),
+    ("kernel.msgmni", Namespace::Ipc),
+    ("kernel.msg", Namespace::Ipc),
+];
+
+/// `prefixNamespaces`: a name matches when it starts with the key plus a dot.
+pub const PREFIXES: &[(&str, Namespace)] = &[
+    ("net", Namespace::Net),
+    ("fs.mqueue", Namespace::Ipc),
+    ("user", Namespace::User),
+];
+
+/// `namespaceOf`: no normalisation, no `*` handling.
+pub fn namespace_of(name: &str) -> Namespace {
+    if let Some((_, ns)) = EXACT.iter().find(|(k, _)| *k == name) {
+        return *ns;
+    }
+    for (key, ns) in PREFIXES {
+        if name.len() > key.len() && name.starts_with(key) && name.as_bytes()[key.len()] == b'.' {
+            return *ns;
+        }
+    }
+    Namespace::Unknown
+}
+
+/// `GetNamespace`: normalise, cut at the first `*` (marking the result as a prefix), classify.
+/// The cut keeps a trailing dot: `net.ipv6.neigh.*` gives `net.ipv6.neigh.`.
+pub fn get_namespace(name: &str) -> (Namespace, String, bool) {
+    let normalized = normalize_name(name);
+    let (key, prefixed) = match normalized.find('*') {
+        Some(i) => (&normalized[..i], true),
+        None => (&normalized[..], false),
+    };
+    (namespace_of(key), key.to_string(), prefixed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_of_upstream() {
+        assert_eq!(namespace_of("kernel.shm_rmid_forced"), Namespace::Ipc);
+        assert_eq!(namespace_of("net.a.b.c"), Namespace::Net);
+        assert_eq!(namespace_of("fs.mqueue.msg_max"), Namespace::Ipc);
+        assert_eq!(namespace_of("user.max_user_namespaces"), Namespace::User);
+        assert_eq!(namespace_of("kernel.domainname"), Namespace::Uts);
+        assert_eq!(namespace_of("kernel.hostname"), Namespace::Unknown);
+        assert_eq!(namespace_of("kernel.shmfoo"), Namespace::Unknown);
+        assert_eq!(namespace_of("net"), Namespace::Unknown);
+        assert_eq!(namespace_of("net."), Namespace::Net);
+        assert_eq!(namespace_of("vm.max_map_count"), Namespace::Unknown);
+    }
+
+    #[test]
+    fn get_namespace_consequences() {
+        let g = |s: &str| get_namespace(s);
+        assert_eq!(g("net.*"), (Namespace::Net, "net.".into(), true));
+        assert_eq!(g("net*"), (Namespace::Unknown, "net".into(), true));
+        assert_eq!(g("*"), (Namespace::Unknown, "".into(), true));
+        assert_eq!(g("fs.mqueue.*").0, Namespace::Ipc);
+        assert_eq!(g("fs.mqueue*").0, Namespace::Unknown);
+        assert_eq!(
+            g("kernel.shm*"),
+            (Namespace::Ipc, "kernel.shm".into(), true)
+        );
+        assert_eq!(g("kernel.msg*").0, Namespace::Ipc);
+        assert_eq!(g("kernel.shm_rmid*").0, Namespace::Unknown);
+        assert_eq!(g("kernel.*").0, Namespace::Unknown);
+        assert_eq!(g("net.ipv6.neigh.*").1, "net.ipv6.neigh.");
+        assert_eq!(
+            g("net/ipv4/conf/eno2.100/*"),
+            (Namespace::Net, "net.ipv4.conf.eno2/100.".into(), true)
+        );
+        assert_eq!(
+            g("kernel/sem"),
+            (Namespace::Ipc, "kernel.sem".into(), false)
+        );
+        assert_eq!(g("fs.inotify.*").1, "fs.inotify.");
+    }
+}
