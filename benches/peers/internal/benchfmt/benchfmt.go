@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -150,7 +151,9 @@ func (f *Flags) Emit(scenario string, fields []KV, extra ...KV) {
 	fmt.Fprintf(&b, "%s/%s:", f.Name, scenario)
 	for _, kv := range kvs[3:] {
 		switch v := kv.Value.(type) {
-		case string, int, int64, uint64, float64, bool:
+		case float64:
+			fmt.Fprintf(&b, " %s=%s", kv.Key, strconv.FormatFloat(v, 'f', -1, 64))
+		case string, int, int64, uint64, bool:
 			fmt.Fprintf(&b, " %s=%v", kv.Key, v)
 		default:
 			raw, _ := json.Marshal(v)
