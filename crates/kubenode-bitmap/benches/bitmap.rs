@@ -7,9 +7,13 @@ use std::hint::black_box;
 const SLOTS: u64 = 65_536;
 
 fn filled(fraction: f64) -> AllocationBitmap {
-    let mut map =
-        AllocationBitmap::with_rng(SLOTS, "bench", Strategy::RandomScan { offset: 0 }, SplitMix64::new(1))
-            .expect("valid size");
+    let mut map = AllocationBitmap::with_rng(
+        SLOTS,
+        "bench",
+        Strategy::RandomScan { offset: 0 },
+        SplitMix64::new(1),
+    )
+    .expect("valid size");
     let target = (SLOTS as f64 * fraction) as usize;
     while map.count() < target {
         map.allocate_next();

@@ -22,7 +22,11 @@ pub struct AllocationBitmap {
 }
 
 impl AllocationBitmap {
-    pub fn new(max: u64, range_spec: impl Into<String>, strategy: Strategy) -> Result<Self, BitmapError> {
+    pub fn new(
+        max: u64,
+        range_spec: impl Into<String>,
+        strategy: Strategy,
+    ) -> Result<Self, BitmapError> {
         Self::with_rng(max, range_spec, strategy, SplitMix64::from_entropy())
     }
 
@@ -33,13 +37,19 @@ impl AllocationBitmap {
         rng: SplitMix64,
     ) -> Result<Self, BitmapError> {
         if max > MAX_SLOTS {
-            return Err(BitmapError::TooLarge { max, limit: MAX_SLOTS });
+            return Err(BitmapError::TooLarge {
+                max,
+                limit: MAX_SLOTS,
+            });
         }
         if let Strategy::RandomScan { offset } = strategy {
             // Upstream requires it ("must be always smaller than the bitmap size") and panics
             // in rand.Intn otherwise.
             if offset > 0 && offset as u64 >= max {
-                return Err(BitmapError::InvalidOffset { offset: offset as u64, max });
+                return Err(BitmapError::InvalidOffset {
+                    offset: offset as u64,
+                    max,
+                });
             }
         }
         let max = max as usize;
@@ -78,14 +88,19 @@ impl AllocationBitmap {
     /// Reserves slot `i`: `Ok(true)` when newly taken, `Ok(false)` when already taken.
     pub fn allocate(&mut self, i: i64) -> Result<bool, BitmapError> {
         if i < 0 || i as u64 >= self.max as u64 {
-            return Err(BitmapError::OutOfRange { offset: i, max: self.max as u64 });
+            return Err(BitmapError::OutOfRange {
+                offset: i,
+                max: self.max as u64,
+            });
         }
         Ok(self.bits.set(i as usize))
     }
 
     /// Reserves a free slot chosen by the strategy; `None` when the map is full.
     pub fn allocate_next(&mut self) -> Option<usize> {
-        let i = self.strategy.pick(&self.bits, self.max, self.count(), &mut self.rng)?;
+        let i = self
+            .strategy
+            .pick(&self.bits, self.max, self.count(), &mut self.rng)?;
         self.bits.set(i);
         Some(i)
     }
@@ -138,10 +153,15 @@ impl AllocationBitmap {
         let data = snapshot::significant(data);
         let limit = self.max.div_ceil(8);
         if data.len() > limit {
-            return Err(BitmapError::SnapshotTooLong { got: data.len(), max: self.max as u64, limit });
+            return Err(BitmapError::SnapshotTooLong {
+                got: data.len(),
+                max: self.max as u64,
+                limit,
+            });
         }
         let max = self.max;
-        self.bits.reset_from(snapshot::ones(data).filter(|&i| i < max));
+        self.bits
+            .reset_from(snapshot::ones(data).filter(|&i| i < max));
         self.beyond = snapshot::ones(data).filter(|&i| i >= max).collect();
         Ok(())
     }

@@ -8,7 +8,9 @@ pub enum BitmapError {
     OutOfRange { offset: i64, max: u64 },
     #[error("the provided range does not match the current range")]
     RangeMismatch,
-    #[error("snapshot holds {got} significant bytes, but a bitmap of {max} slots holds at most {limit}")]
+    #[error(
+        "snapshot holds {got} significant bytes, but a bitmap of {max} slots holds at most {limit}"
+    )]
     SnapshotTooLong { got: usize, max: u64, limit: usize },
     #[error("offset {offset} must be smaller than the bitmap size {max}")]
     InvalidOffset { offset: u64, max: u64 },

@@ -21,7 +21,9 @@ pub fn significant(data: &[u8]) -> &[u8] {
 /// Indices of the set bits of a big-endian integer, ascending.
 pub fn ones(data: &[u8]) -> impl Iterator<Item = usize> + '_ {
     data.iter().rev().enumerate().flat_map(move |(k, &byte)| {
-        (0..8).filter(move |b| byte & (1 << b) != 0).map(move |b| k * 8 + b)
+        (0..8)
+            .filter(move |b| byte & (1 << b) != 0)
+            .map(move |b| k * 8 + b)
     })
 }
 
@@ -35,7 +37,10 @@ mod tests {
         assert_eq!(encode([1u64 << 3].into_iter()), vec![0x08]);
         assert_eq!(encode([1u64 | 1 << 9].into_iter()), vec![0x02, 0x01]);
         assert_eq!(encode([0u64, 0].into_iter()), Vec::<u8>::new());
-        assert_eq!(encode([0u64, 1].into_iter()), vec![1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            encode([0u64, 1].into_iter()),
+            vec![1, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
     }
 
     #[test]
