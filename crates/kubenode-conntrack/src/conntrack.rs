@@ -1,0 +1,485 @@
+//! The ctnetlink client: one persistent socket, one reusable receive buffer, dumps with
+//! kernel-side filtering and upstream's retry rules, and batched deletes/creates.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use crate::attr::{parse_ack, MsgBuf, Msgs};
+use crate::consts::*;
+use crate::error::{from_errno, from_io, Error, Result};
+use crate::fault::Faults;
+use crate::flow::{
+    encode_delete, encode_dump, encode_new, parse_entry_payload, DumpFilter, Family, Flow,
+};
+use crate::socket::{NlSocket, RECV_BUF};
+
+/// Dump attempts before continuing with a partial result, as upstream's `MaxAttemptsEINTR`.
+pub const MAX_DUMP_ATTEMPTS: u32 = 5;
+/// Rounds of re-sending a batch whose acks were dropped (ENOBUFS).
+const MAX_BATCH_ROUNDS: u32 = 4;
+const PENDING: i32 = i32::MIN;
+
+/// What a dump callback sees: the start of each attempt (discard earlier results), then flows.
+pub enum DumpEvent<'a> {
+    Attempt(u32),
+    Flow(&'a Flow),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DumpStats {
+    pub attempts: u32,
+    /// Still interrupted after the last attempt: the result may be incomplete.
+    pub partial: bool,
+    /// Entries received in the final attempt, and those passing the filter.
+    pub received: u64,
+    pub matched: u64,
+    /// Totals over all attempts.
+    pub bytes: u64,
+    pub recvs: u64,
+}
+
+/// Outcome of a batch of per-entry requests (deletes or creates). A failure of one entry never
+/// stops the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    pub requested: u64,
+    /// Accepted by the kernel.
+    pub ok: u64,
+    /// ENOENT: already gone (for deletes, upstream counts these as deleted).
+    pub not_found: u64,
+    /// Any other error.
+    pub failed: u64,
+    /// Requests re-sent because their acks were dropped (ENOBUFS).
+    pub resent: u64,
+    pub sendmsgs: u64,
+    pub first_error: Option<String>,
+}
+
+impl BatchReport {
+    /// kube-proxy's count: deleted plus already gone.
+    pub fn deleted(&self) -> u64 {
+        self.ok + self.not_found
+    }
+}
+
+pub struct Conntrack {
+    sock: NlSocket,
+    rbuf: Vec<u8>,
+    out: MsgBuf,
+    seq: u32,
+}
+
+struct Attempt {
+    interrupted: bool,
+    received: u64,
+    matched: u64,
+    bytes: u64,
+    recvs: u64,
+}
+
+impl Conntrack {
+    /// Opens a handle in the calling thread's network namespace.
+    pub fn open() -> Result<Self> {
+        Ok(Self::with_socket(NlSocket::open()?))
+    }
+
+    /// Opens a handle in the network namespace at `path` (e.g. `/var/run/netns/NAME`). The
+    /// socket is created on a short-lived thread that joined the namespace; a netlink socket
+    /// stays bound to the namespace it was created in, so the handle works from any thread.
+    pub fn open_in_netns(path: &str) -> Result<Self> {
+        let p = path.to_owned();
+        let joined = std::thread::spawn(move || -> Result<NlSocket> {
+            let f = std::fs::File::open(&p).map_err(|e| Error::Netns {
+                path: p.clone(),
+                source: e,
+            })?;
+            // SAFETY: setns on this thread only; `f` is an open namespace file.
+            if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    return Err(Error::Permission {
+                        op: "join network namespace",
+                    });
+                }
+                return Err(Error::Netns { path: p, source: e });
+            }
+            NlSocket::open()
+        })
+        .join();
+        match joined {
+            Ok(r) => Ok(Self::with_socket(r?)),
+            Err(_) => Err(Error::Netns {
+                path: path.to_owned(),
+                source: io::Error::other("namespace thread failed"),
+            }),
+        }
+    }
+
+    fn with_socket(sock: NlSocket) -> Self {
+        Self {
+            sock,
+            rbuf: vec![0u8; RECV_BUF],
+            out: MsgBuf::with_capacity(256 * 1024),
+            seq: 0,
+        }
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        self.seq
+    }
+
+    /// Test hook: the faults to inject into the next operations.
+    pub fn faults_mut(&mut self) -> &mut Faults {
+        &mut self.sock.faults
+    }
+
+    /// Streams the table of `family` through `ev`, filtered by `filter` (in the kernel where
+    /// supported, and always again here). An interrupted dump is retried up to
+    /// [`MAX_DUMP_ATTEMPTS`] times; after that the last partial result stands and
+    /// `DumpStats::partial` says so. No per-entry heap allocation happens here.
+    pub fn dump<F>(&mut self, family: Family, filter: &DumpFilter, mut ev: F) -> Result<DumpStats>
+    where
+        F: FnMut(DumpEvent<'_>),
+    {
+        filter.validate(family)?;
+        let mut stats = DumpStats::default();
+        for attempt in 1..=MAX_DUMP_ATTEMPTS {
+            ev(DumpEvent::Attempt(attempt));
+            let a = self.dump_once(family, filter, &mut ev)?;
+            let interrupted = a.interrupted || self.sock.faults.take_dump_intr();
+            stats.attempts = attempt;
+            stats.received = a.received;
+            stats.matched = a.matched;
+            stats.bytes += a.bytes;
+            stats.recvs += a.recvs;
+            stats.partial = interrupted;
+            if !interrupted {
+                break;
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Lists the entries of `family` that pass `filter`.
+    pub fn list(&mut self, family: Family, filter: &DumpFilter) -> Result<(Vec<Flow>, DumpStats)> {
+        let mut flows = Vec::new();
+        let stats = self.dump(family, filter, |ev| match ev {
+            DumpEvent::Attempt(_) => flows.clear(),
+            DumpEvent::Flow(f) => flows.push(*f),
+        })?;
+        Ok((flows, stats))
+    }
+
+    fn dump_once<F>(&mut self, family: Family, filter: &DumpFilter, ev: &mut F) -> Result<Attempt>
+    where
+        F: FnMut(DumpEvent<'_>),
+    {
+        const OP: &str = "dump conntrack table";
+        let seq = self.next_seq();
+        self.out.clear();
+        encode_dump(&mut self.out, family, filter, seq);
+        self.sock.send(&self.out.buf)?;
+        let mut a = Attempt {
+            interrupted: false,
+            received: 0,
+            matched: 0,
+            bytes: 0,
+            recvs: 0,
+        };
+        // The first error is kept while the dump is read to its end, so the socket is clean
+        // for the next request.
+        let mut failure: Option<Error> = None;
+        let af = family.af();
+        let entry_ty = ct_type(IPCTNL_MSG_CT_NEW);
+        loop {
+            let n = match self.sock.recv(&mut self.rbuf, false) {
+                Ok(Some(n)) => n,
+                Ok(None) => continue,
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    failure.get_or_insert(Error::Truncated(RECV_BUF));
+                    continue;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    // Replies were dropped: the result is incomplete, like an interrupted dump.
+                    a.interrupted = true;
+                    continue;
+                }
+                Err(e) => return Err(failure.unwrap_or(from_io(OP, e))),
+            };
+            a.recvs += 1;
+            a.bytes += n as u64;
+            let data = self.rbuf.get(..n).unwrap_or(&[]);
+            let mut done = false;
+            for m in Msgs::new(data) {
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        break;
+                    }
+                };
+                if m.seq != seq {
+                    continue; // a reply to an earlier request
+                }
+                if m.flags & NLM_F_DUMP_INTR != 0 {
+                    a.interrupted = true;
+                }
+                match m.ty {
+                    NLMSG_DONE => {
+                        let errno = crate::attr::ne32(m.payload).map(|v| -v).unwrap_or(0);
+                        if errno == libc::EINTR {
+                            a.interrupted = true;
+                        } else if errno != 0 {
+                            failure.get_or_insert(from_errno(OP, errno, String::new()));
+                        }
+                        done = true;
+                        break;
+                    }
+                    NLMSG_ERROR => {
+                        match parse_ack(&m) {
+                            Ok(ack) if ack.errno == libc::EINTR => a.interrupted = true,
+                            Ok(ack) if ack.errno != 0 => {
+                                let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
+                                failure.get_or_insert(from_errno(
+                                    OP,
+                                    ack.errno,
+                                    msg.unwrap_or_default(),
+                                ));
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                failure.get_or_insert(e);
+                            }
+                        }
+                        done = true;
+                        break;
+                    }
+                    t if t == entry_ty => {
+                        if failure.is_some() {
+                            continue;
+                        }
+                        a.received += 1;
+                        if m.payload.first() != Some(&af) {
+                            continue; // another family: re-filtered like any other field
+                        }
+                        match parse_entry_payload(m.payload) {
+                            Ok(f) if filter.matches(&f) => {
+                                a.matched += 1;
+                                ev(DumpEvent::Flow(&f));
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                failure.get_or_insert(e);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if done {
+                break;
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(a),
+        }
+    }
+
+    /// Deletes `flows` by exact original tuple and zone, each guarded by its `CTA_ID` when
+    /// known, many per `sendmsg`. ENOENT is reported as `not_found`.
+    pub fn delete(&mut self, family: Family, flows: &[Flow]) -> Result<BatchReport> {
+        self.run_batch(flows.len(), |b, i, seq| match flows.get(i) {
+            Some(f) => encode_delete(b, family, f, seq, 0),
+            None => Err(Error::InvalidArgument("index out of range".into())),
+        })
+    }
+
+    /// Creates entries (tests and benchmarks fill tables with this), many per `sendmsg`.
+    pub fn create(&mut self, family: Family, flows: &[Flow]) -> Result<BatchReport> {
+        self.run_batch(flows.len(), |b, i, seq| match flows.get(i) {
+            Some(f) => encode_new(b, family, f, seq, 0),
+            None => Err(Error::InvalidArgument("index out of range".into())),
+        })
+    }
+
+    /// Sends `n` requests produced by `encode` in as few `sendmsg` calls as the socket allows.
+    /// Only failures are acked by the kernel (plus the explicit ack asked for on each batch's
+    /// last request, which marks the end of its replies). If acks are dropped (ENOBUFS), the
+    /// requests without a known outcome are sent again.
+    fn run_batch<E>(&mut self, n: usize, encode: E) -> Result<BatchReport>
+    where
+        E: Fn(&mut MsgBuf, usize, u32) -> Result<()>,
+    {
+        let mut rep = BatchReport {
+            requested: n as u64,
+            ..Default::default()
+        };
+        let limit = self.sock.send_limit();
+        let max_items = self.sock.ack_capacity().min(8192);
+        let mut status: Vec<i32> = vec![PENDING; n];
+        let mut items: Vec<usize> = Vec::new();
+        let mut next = 0usize;
+        while next < n {
+            items.clear();
+            while next < n && items.len() < max_items {
+                items.push(next);
+                next += 1;
+                // Requests are at most ~120 bytes; stop well before the socket's limit.
+                if items.len() * 128 + 512 > limit {
+                    break;
+                }
+            }
+            let mut round = 0;
+            loop {
+                round += 1;
+                let (first_seq, last_seq) =
+                    self.encode_items(&items, &encode, &mut status, &mut rep);
+                if self.out.is_empty() {
+                    break;
+                }
+                let seqs = (first_seq, last_seq);
+                let lost = self.send_and_collect(&items, seqs, &mut status, &mut rep)?;
+                if !lost {
+                    break;
+                }
+                // Keep only the requests whose outcome is unknown.
+                items.retain(|&i| status.get(i) == Some(&PENDING));
+                if round >= MAX_BATCH_ROUNDS {
+                    for &i in &items {
+                        if let Some(s) = status.get_mut(i) {
+                            *s = libc::ENOBUFS;
+                        }
+                    }
+                    rep.first_error.get_or_insert_with(|| {
+                        "acks dropped (ENOBUFS) after repeated re-sends".to_string()
+                    });
+                    break;
+                }
+                rep.resent += items.len() as u64;
+            }
+        }
+        for s in status {
+            match s {
+                0 | PENDING => rep.ok += 1,
+                libc::ENOENT => rep.not_found += 1,
+                _ => rep.failed += 1,
+            }
+        }
+        Ok(rep)
+    }
+
+    /// Encodes `items` into the output buffer with consecutive sequence numbers; the last one
+    /// asks for an ack. Items that cannot be encoded fail on their own. Returns the first seq and
+    /// the seq of the last request actually encoded.
+    fn encode_items<E>(
+        &mut self,
+        items: &[usize],
+        encode: &E,
+        status: &mut [i32],
+        rep: &mut BatchReport,
+    ) -> (u32, u32)
+    where
+        E: Fn(&mut MsgBuf, usize, u32) -> Result<()>,
+    {
+        self.out.clear();
+        // Sequence numbers are consecutive within a batch, so an ack maps to its item by offset.
+        if self.seq > u32::MAX - 1 - items.len() as u32 {
+            self.seq = 0;
+        }
+        let first_seq = self.seq + 1;
+        let mut last_start = None;
+        let mut last_seq = first_seq;
+        for &i in items {
+            let seq = self.next_seq();
+            let start = self.out.len();
+            match encode(&mut self.out, i, seq) {
+                Ok(()) => {
+                    last_start = Some(start);
+                    last_seq = seq;
+                }
+                Err(e) => {
+                    self.out.buf.truncate(start);
+                    if let Some(s) = status.get_mut(i) {
+                        *s = libc::EINVAL;
+                    }
+                    rep.first_error.get_or_insert_with(|| e.to_string());
+                }
+            }
+        }
+        if let Some(start) = last_start {
+            if let Some(fl) = self.out.buf.get_mut(start + 6..start + 8) {
+                let flags = u16::from_ne_bytes([fl[0], fl[1]]) | NLM_F_ACK;
+                fl.copy_from_slice(&flags.to_ne_bytes());
+            }
+        }
+        (first_seq, last_seq)
+    }
+
+    /// Sends the encoded batch and records error acks. Returns true when acks were lost.
+    fn send_and_collect(
+        &mut self,
+        items: &[usize],
+        (first_seq, last_seq): (u32, u32),
+        status: &mut [i32],
+        rep: &mut BatchReport,
+    ) -> Result<bool> {
+        const OP: &str = "conntrack batch";
+        self.sock.send(&self.out.buf)?;
+        rep.sendmsgs += 1;
+        let mut lost = false;
+        let mut got_last = false;
+        while !got_last {
+            // The kernel handles a sendmsg to completion before returning, so after a loss
+            // everything that survived is already queued: read it without blocking.
+            let n = match self.sock.recv(&mut self.rbuf, lost) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    lost = true;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    return Err(Error::Truncated(RECV_BUF))
+                }
+                Err(e) => return Err(from_io(OP, e)),
+            };
+            let data = self.rbuf.get(..n).unwrap_or(&[]);
+            for m in Msgs::new(data) {
+                let m = m?;
+                if m.ty != NLMSG_ERROR {
+                    continue;
+                }
+                let off = m.seq.wrapping_sub(first_seq) as usize;
+                let Some(&item) = items.get(off) else {
+                    continue;
+                };
+                let ack = parse_ack(&m)?;
+                if let Some(s) = status.get_mut(item) {
+                    *s = ack.errno;
+                }
+                if ack.errno != 0 && ack.errno != libc::ENOENT {
+                    rep.first_error.get_or_insert_with(|| {
+                        let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
+                        from_errno(OP, ack.errno, msg.unwrap_or_default()).to_string()
+                    });
+                }
+                if m.seq == last_seq {
+                    got_last = true;
+                }
+            }
+        }
+        if !lost {
+            // No error ack means success for every request of the batch.
+            for &i in items {
+                if let Some(s) = status.get_mut(i) {
+                    if *s == PENDING {
+                        *s = 0;
+                    }
+                }
+            }
+        }
+        Ok(lost)
+    }
+}

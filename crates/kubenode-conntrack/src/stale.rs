@@ -1,0 +1,162 @@
+//! kube-proxy's stale UDP flow rules (`pkg/proxy/conntrack/cleanup.go`, `CleanStaleEntries`),
+//! with binary keys instead of formatted strings. Comparing canonical strings and comparing
+//! address bytes plus port give the same answers.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::consts::IPPROTO_UDP;
+use crate::error::{Error, Result};
+use crate::flow::{Family, Flow};
+use crate::hash::{FxMap, FxSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
+            "SCTP" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+}
+
+/// One service port as the proxier sees it (`ServicePort`), for one IP family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServicePort {
+    /// The endpoints key (upstream's `ServicePortName`).
+    pub name: String,
+    pub protocol: Protocol,
+    /// `None` for headless services, which the proxier never sees.
+    pub cluster_ip: Option<IpAddr>,
+    pub port: u16,
+    /// 0 when the service has no node port.
+    pub node_port: u16,
+    pub external_ips: Vec<IpAddr>,
+    /// Load-balancer VIPs (ingress IPs not in `ipMode: Proxy`).
+    pub load_balancer_ips: Vec<IpAddr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    pub ip: IpAddr,
+    pub port: u16,
+    /// EndpointSlice `conditions.serving`, with nil already mapped to true.
+    pub serving: bool,
+}
+
+type Backend = (IpAddr, u16);
+
+/// The desired state: frontends mapped to the serving backends of their service port.
+#[derive(Debug, Default, Clone)]
+pub struct StaleMatcher {
+    sets: Vec<FxSet<Backend>>,
+    vip: FxMap<(IpAddr, u16), u32>,
+    node_port: FxMap<u16, u32>,
+}
+
+fn check_family(family: Family, ip: &IpAddr, what: &str, name: &str) -> Result<()> {
+    if Family::of(ip) != family {
+        return Err(Error::FamilyMismatch(format!(
+            "{what} {ip} of {name:?} is not an {} address",
+            family.label()
+        )));
+    }
+    Ok(())
+}
+
+impl StaleMatcher {
+    /// Builds the maps as upstream does: UDP service ports only; only serving endpoints; a port
+    /// with no serving endpoint is skipped entirely; ClusterIP, load-balancer VIPs and external
+    /// IPs at the service port, plus the node port by port alone. A later service overwrites an
+    /// earlier one on the same key. External and load-balancer IPs of the other family are
+    /// ignored (upstream filters them per family); a cluster IP or endpoint of the other family
+    /// is an error, since the tables are per family.
+    pub fn build(
+        family: Family,
+        services: &[ServicePort],
+        endpoints: &HashMap<String, Vec<Endpoint>>,
+    ) -> Result<Self> {
+        let mut m = StaleMatcher::default();
+        for svc in services {
+            if let Some(ip) = &svc.cluster_ip {
+                check_family(family, ip, "clusterIP", &svc.name)?;
+            }
+            for ep in endpoints.get(&svc.name).map(Vec::as_slice).unwrap_or(&[]) {
+                check_family(family, &ep.ip, "endpoint", &svc.name)?;
+            }
+            if svc.protocol != Protocol::Udp {
+                continue;
+            }
+            let Some(cluster_ip) = svc.cluster_ip else {
+                continue;
+            };
+            let set: FxSet<Backend> = endpoints
+                .get(&svc.name)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .filter(|e| e.serving)
+                .map(|e| (e.ip, e.port))
+                .collect();
+            if set.is_empty() {
+                continue;
+            }
+            let idx = m.sets.len() as u32;
+            m.sets.push(set);
+            m.vip.insert((cluster_ip, svc.port), idx);
+            for ip in svc.load_balancer_ips.iter().chain(&svc.external_ips) {
+                if Family::of(ip) == family {
+                    m.vip.insert((*ip, svc.port), idx);
+                }
+            }
+            if svc.node_port != 0 {
+                m.node_port.insert(svc.node_port, idx);
+            }
+        }
+        Ok(m)
+    }
+
+    /// No UDP service with serving endpoints: nothing can be stale.
+    pub fn is_empty(&self) -> bool {
+        self.vip.is_empty() && self.node_port.is_empty()
+    }
+
+    fn serves(&self, set: u32, backend: Option<Backend>) -> bool {
+        match (self.sets.get(set as usize), backend) {
+            (Some(s), Some(b)) => s.contains(&b),
+            _ => false,
+        }
+    }
+
+    /// Upstream's decision for one flow: UDP only; stale if its VIP:port is known and the
+    /// reply source is not a serving backend, or else if its destination port is a node port
+    /// (any destination IP) and the reply source is not one of that service's backends.
+    #[inline]
+    pub fn is_stale(&self, f: &Flow) -> bool {
+        if f.orig.proto != IPPROTO_UDP {
+            return false;
+        }
+        let backend = f.reply.src.map(|ip| (ip, f.reply.src_port));
+        if let Some(dst) = f.orig.dst {
+            if let Some(&set) = self.vip.get(&(dst, f.orig.dst_port)) {
+                if !self.serves(set, backend) {
+                    return true;
+                }
+            }
+        }
+        if let Some(&set) = self.node_port.get(&f.orig.dst_port) {
+            if !self.serves(set, backend) {
+                return true;
+            }
+        }
+        false
+    }
+}
