@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds the release binding with @napi-rs/cli, then places it where node-gyp-build looks
 // (prebuilds/<platform>-<arch>/kubenode[.glibc|.musl].node) and refreshes the committed typings.
-//   node scripts/build-native.mjs [--target <triple>] [--debug]
+//   node scripts/build-native.mjs [--debug] [other @napi-rs/cli build flags: --target, --use-napi-cross, -x …]
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,8 +12,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'build', 'napi');
 const args = process.argv.slice(2);
 const debug = args.includes('--debug');
-const targetIdx = args.indexOf('--target');
-const target = targetIdx >= 0 ? args[targetIdx + 1] : undefined;
+const passThrough = args.filter((a) => a !== '--debug');
 
 const napiArgs = [
   'napi',
@@ -30,7 +29,7 @@ const napiArgs = [
   'binding.d.ts',
   '--no-dts-header',
   ...(debug ? [] : ['--release']),
-  ...(target ? ['--target', target] : []),
+  ...passThrough,
 ];
 const r = spawnSync('npx', napiArgs, { cwd: root, stdio: 'inherit' });
 if (r.status !== 0) {
