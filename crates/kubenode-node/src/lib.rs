@@ -5,3 +5,4 @@ mod bitmap;
 mod convert;
 mod errors;
 mod servicecidr;
+mod sysctl;
