@@ -1,0 +1,19 @@
+//! The kubelet's user-namespace manager (`pkg/kubelet/userns`) on the project's allocation
+//! bitmap: per-pod ID ranges, the kubelet's `<pods>/<uid>/userns` file written atomically and
+//! durably, restore on start, release, orphan cleanup, plus a kernel check of a mapping.
+
+pub mod config;
+mod error;
+pub mod fsio;
+pub mod json;
+mod manager;
+pub mod verify;
+
+pub use config::{Config, Layout};
+pub use error::{Error, ErrorKind, Result};
+pub use json::{IdMapping, UserNamespace};
+pub use manager::{
+    list_mappings, parse_file, read_pod_mapping, Allocation, ListedPod, Manager, Options,
+    RestoreStats, RANGE_SPEC,
+};
+pub use verify::{verify_mapping, VerifyReport};
