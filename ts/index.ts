@@ -1,6 +1,7 @@
 // Public API of kubenode. Each subsystem is a namespace export.
 export * as bitmap from './bitmap.js';
 export * as doctor from './doctor.js';
+export * as servicecidr from './servicecidr/index.js';
 export {
   isKubenodeError,
   KubenodeError,

@@ -1,0 +1,142 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isKubenodeError, servicecidr } from '../../ts/index.js';
+
+const sc = (name: string, ...cidrs: string[]) => ({ metadata: { name }, spec: { cidrs } });
+const names = (l: { metadata: { name: string } }[]) => l.map((o) => o.metadata.name).sort();
+
+describe('servicecidr helpers (upstream pkg/api/servicecidr results)', () => {
+  const list = [
+    sc('kubernetes', '10.0.0.0/24', '2001:db8::/96'),
+    sc('secondary', '10.0.0.0/16', '2001:db8::/64'),
+  ];
+
+  it('overlapsPrefix / containsPrefix / containsAddress on IPv4 and IPv6', () => {
+    expect(names(servicecidr.overlapsPrefix(list, '10.0.0.0/8'))).toEqual(['kubernetes', 'secondary']);
+    expect(names(servicecidr.overlapsPrefix(list, '192.168.0.0/24'))).toEqual([]);
+    expect(names(servicecidr.containsPrefix(list, '10.0.0.0/18'))).toEqual(['secondary']);
+    expect(names(servicecidr.containsPrefix(list, '2001:db8::/72'))).toEqual(['secondary']);
+    expect(names(servicecidr.containsPrefix(list, '2001:db8::/52'))).toEqual([]);
+    expect(names(servicecidr.containsAddress(list, '10.0.0.1'))).toEqual(['kubernetes', 'secondary']);
+    expect(names(servicecidr.containsAddress(list, '10.0.0.255'))).toEqual(['secondary']);
+    expect(names(servicecidr.containsAddress(list, '10.0.0.0'))).toEqual([]);
+    expect(names(servicecidr.containsAddress(list, '2001:db8::ffff:ffff'))).toEqual([
+      'kubernetes',
+      'secondary',
+    ]);
+    expect(names(servicecidr.containsAddress(list, '::ffff:10.0.0.1'))).toEqual([]);
+  });
+
+  it('prefixContainsIP, broadcastAddress, ipToAddr, parsePrefix', () => {
+    expect(servicecidr.prefixContainsIP('10.0.0.0/31', '10.0.0.1')).toBe(false);
+    expect(servicecidr.prefixContainsIP('2001:db8::/127', '2001:db8::1')).toBe(true);
+    expect(servicecidr.broadcastAddress('192.168.0.0/23')).toBe('192.168.1.255');
+    expect(servicecidr.broadcastAddress('fd00:1:2:3::/57')).toBe('fd00:1:2:7f:ffff:ffff:ffff:ffff');
+    expect(servicecidr.ipToAddr('::ffff:192.168.0.1')).toBe('192.168.0.1');
+    expect(servicecidr.ipToAddr('nope')).toBeNull();
+    expect(servicecidr.parsePrefix('10.0.0.5/24')).toEqual({
+      family: 'IPv4',
+      bits: 24,
+      address: '10.0.0.5',
+      masked: '10.0.0.0/24',
+      ipv4Mapped: false,
+    });
+    expect(servicecidr.parsePrefix('::ffff:10.0.0.0/104').ipv4Mapped).toBe(true);
+  });
+
+  it('bad input: typed errors and strict validation messages', () => {
+    for (const bad of ['10.0.0.0', '10.0.0.0/33', '010.0.0.0/8', 'fe80::%eth0/64', '10.0.0.0/024', '']) {
+      let err: unknown;
+      try {
+        servicecidr.parsePrefix(bad);
+      } catch (e) {
+        err = e;
+      }
+      expect(isKubenodeError(err), bad).toBe(true);
+      expect((err as { code: string }).code).toBe('ERR_KUBENODE_PARSE');
+    }
+    expect(() => servicecidr.parsePrefix(42 as unknown as string)).toThrow(/must be a string/);
+    expect(servicecidr.validateCIDR('10.0.0.1/24')).toEqual([
+      'must not have bits set beyond the prefix length',
+    ]);
+    expect(servicecidr.validateCIDR('::ffff:10.0.0.0/104')).toEqual([
+      'must not have an IPv4-mapped IPv6 address',
+    ]);
+    expect(servicecidr.validateCIDR('bogus')[0]).toMatch(/must be a valid CIDR value/);
+    expect(servicecidr.validateCIDR('10.0.0.0/8')).toEqual([]);
+    // Objects missing fields are simply not matched.
+    const odd = [
+      {},
+      { metadata: { name: 'x' } },
+      { spec: { cidrs: ['junk', 7] } },
+    ] as servicecidr.ServiceCIDRLike[];
+    expect(servicecidr.overlapsPrefix(odd, '0.0.0.0/0')).toEqual([]);
+  });
+});
+
+describe('CIDRIndex', () => {
+  it('answers like the linear scan (randomised)', () => {
+    const prefix = fc
+      .tuple(
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.integer({ min: 20, max: 32 }),
+      )
+      .map(([b, c, bits]) => servicecidr.parsePrefix(`10.${b}.${c}.0/${bits}`).masked);
+    const ip = fc
+      .tuple(
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.integer({ min: 0, max: 255 }),
+      )
+      .map(([b, c, d]) => `10.${b}.${c}.${d}`);
+    fc.assert(
+      fc.property(
+        fc.array(prefix, { minLength: 1, maxLength: 30 }),
+        fc.array(ip, { maxLength: 20 }),
+        (ps, ips) => {
+          const ix = new servicecidr.CIDRIndex();
+          const objs = ps.map((p, i) => sc(`s${i}`, p));
+          ix.upsertMany(objs.map((o) => ({ name: o.metadata.name, cidrs: o.spec.cidrs })));
+          for (const a of ips) {
+            expect(ix.containing(a)).toEqual(names(servicecidr.containsAddress(objs, a)));
+          }
+          for (const p of ps.slice(0, 5)) {
+            expect(ix.overlapping(p)).toEqual(names(servicecidr.overlapsPrefix(objs, p)));
+            expect(ix.containingPrefix(p)).toEqual(names(servicecidr.containsPrefix(objs, p)));
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('upsert/remove and bad input', () => {
+    const ix = new servicecidr.CIDRIndex();
+    expect(ix.upsert('a', ['10.0.0.0/24', 'garbage', '::ffff:1.2.3.0/120'])).toEqual(['garbage']);
+    expect(ix.size).toBe(1);
+    expect(ix.containing('10.0.0.7')).toEqual(['a']);
+    expect(() => ix.containing('10.0.0.300')).toThrow(/unable to parse IP/);
+    expect(() => ix.upsert('b', 'x' as unknown as string[])).toThrow(/array of strings/);
+    expect(ix.remove('a')).toBe(true);
+    expect(ix.containing('10.0.0.7')).toEqual([]);
+  });
+
+  it('canDelete follows upstream canDeleteCIDR', () => {
+    const ix = new servicecidr.CIDRIndex();
+    ix.upsert('a', ['10.0.0.0/24']);
+    expect(ix.canDelete('a', ['10.0.0.0/24'], [{ name: '10.0.0.9', family: 'IPv4' }])).toEqual({
+      outcome: 'blocked',
+      ip: '10.0.0.9',
+      unparsable: [],
+    });
+    // A missing family label never matches.
+    expect(ix.canDelete('a', ['10.0.0.0/24'], [{ name: '10.0.0.9', family: undefined }]).outcome).toBe(
+      'noOrphans',
+    );
+    ix.upsert('parent', ['10.0.0.0/8']);
+    expect(ix.canDelete('a', ['10.0.0.0/24'], [{ name: '10.0.0.9', family: 'IPv4' }]).outcome).toBe(
+      'containedInOther',
+    );
+  });
+});

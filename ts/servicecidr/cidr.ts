@@ -1,0 +1,185 @@
+// ServiceCIDR helpers with upstream `pkg/api/servicecidr` semantics (Go `net/netip` parsing),
+// computed in Rust (crate kubenode-cidr). List helpers take objects and return those matching,
+// in input order, in one native call per list.
+import type { ServiceCidrIndex as NativeIndex } from '../binding.js';
+import { assertString, callNative, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
+
+export type IPFamily = 'IPv4' | 'IPv6';
+
+export interface PrefixInfo {
+  family: IPFamily;
+  bits: number;
+  /** The address as written (host bits kept, like netip.Prefix.Addr). */
+  address: string;
+  /** The prefix with host bits cleared. */
+  masked: string;
+  /** `::ffff:a.b.c.d/n` — IPv6 to netip, never inside an IPv4 prefix. */
+  ipv4Mapped: boolean;
+}
+
+/** Anything with a name and `spec.cidrs`, such as a `V1ServiceCIDR`. */
+export interface ServiceCIDRLike {
+  metadata?: { name?: string };
+  spec?: { cidrs?: string[] };
+}
+
+/** `netip.ParsePrefix`; throws a `KubenodeError` (`ERR_KUBENODE_PARSE`) on malformed input. */
+export function parsePrefix(cidr: string): PrefixInfo {
+  assertString('cidr', cidr);
+  const p = callNative(() => native.servicecidrParsePrefix(cidr));
+  return { ...p, family: p.family as IPFamily };
+}
+
+/**
+ * The API server's strict check of a `spec.cidrs` entry: returns its messages (empty when
+ * valid) — malformed, IPv4-mapped IPv6, host bits set, or not in canonical form.
+ */
+export function validateCIDR(cidr: string): string[] {
+  assertString('cidr', cidr);
+  return callNative(() => native.servicecidrValidate(cidr));
+}
+
+/** Upstream `PrefixContainsIP`: not the network address, nor the IPv4 broadcast address. */
+export function prefixContainsIP(cidr: string, ip: string): boolean {
+  assertString('cidr', cidr);
+  assertString('ip', ip);
+  return callNative(() => native.servicecidrPrefixContainsIp(cidr, ip));
+}
+
+/** Upstream `broadcastAddress`: the last address of the prefix. */
+export function broadcastAddress(cidr: string): string {
+  assertString('cidr', cidr);
+  return callNative(() => native.servicecidrBroadcastAddress(cidr));
+}
+
+/** Upstream `IPToAddr(net.ParseIP(ip))`: IPv4-mapped IPv6 becomes IPv4; null when invalid. */
+export function ipToAddr(ip: string): string | null {
+  assertString('ip', ip);
+  return callNative(() => native.servicecidrIpToAddr(ip));
+}
+
+function cidrsOf(o: ServiceCIDRLike): string[] {
+  const c = o?.spec?.cidrs;
+  return Array.isArray(c) ? c.filter((x): x is string => typeof x === 'string') : [];
+}
+
+function matching<T extends ServiceCIDRLike>(
+  kind: 'overlaps' | 'containsPrefix' | 'containsAddress',
+  list: readonly T[],
+  query: string,
+): T[] {
+  if (!Array.isArray(list)) throw new KubenodeTypeError('serviceCIDRs must be an array');
+  assertString(kind === 'containsAddress' ? 'address' : 'prefix', query);
+  const idx = callNative(() => native.servicecidrMatch(kind, list.map(cidrsOf), query));
+  return idx.map((i) => list[i] as T);
+}
+
+/** Upstream `OverlapsPrefix`: the ServiceCIDRs with a CIDR sharing an address with `prefix`. */
+export function overlapsPrefix<T extends ServiceCIDRLike>(serviceCIDRs: readonly T[], prefix: string): T[] {
+  return matching('overlaps', serviceCIDRs, prefix);
+}
+
+/** Upstream `ContainsPrefix`: the ServiceCIDRs with a CIDR equal to or enclosing `prefix`. */
+export function containsPrefix<T extends ServiceCIDRLike>(serviceCIDRs: readonly T[], prefix: string): T[] {
+  return matching('containsPrefix', serviceCIDRs, prefix);
+}
+
+/** Upstream `ContainsAddress`: the ServiceCIDRs with a CIDR that `PrefixContainsIP(address)`. */
+export function containsAddress<T extends ServiceCIDRLike>(serviceCIDRs: readonly T[], address: string): T[] {
+  return matching('containsAddress', serviceCIDRs, address);
+}
+
+export type DeleteCheckOutcome = 'containedInOther' | 'blocked' | 'noOrphans';
+
+export interface DeleteCheck {
+  outcome: DeleteCheckOutcome;
+  /** The IPAddress that would be orphaned (`blocked` only). */
+  ip?: string;
+  /** IPAddress names that are not addresses (skipped, as upstream does). */
+  unparsable: string[];
+}
+
+/**
+ * ServiceCIDR names indexed by CIDR: a binary trie per family in Rust, so `containing(ip)`
+ * costs O(prefix bits) rather than a scan of every ServiceCIDR. Results are sorted names.
+ */
+export class CIDRIndex {
+  readonly #n: NativeIndex;
+
+  constructor() {
+    this.#n = callNative(() => new native.ServiceCidrIndex());
+  }
+
+  /** Sets the CIDRs of `name`; returns the CIDRs skipped as unparsable. */
+  upsert(name: string, cidrs: readonly string[]): string[] {
+    assertString('name', name);
+    if (!Array.isArray(cidrs) || !cidrs.every((c) => typeof c === 'string')) {
+      throw new KubenodeTypeError('cidrs must be an array of strings');
+    }
+    return callNative(() => this.#n.upsert(name, [...cidrs]));
+  }
+
+  /** Loads many entries in one native call; returns how many CIDRs were skipped. */
+  upsertMany(entries: readonly { name: string; cidrs: readonly string[] }[]): number {
+    return callNative(() => this.#n.upsertMany(entries.map((e) => ({ name: e.name, cidrs: [...e.cidrs] }))));
+  }
+
+  remove(name: string): boolean {
+    assertString('name', name);
+    return this.#n.remove(name);
+  }
+
+  has(name: string): boolean {
+    assertString('name', name);
+    return this.#n.has(name);
+  }
+
+  get size(): number {
+    return this.#n.size;
+  }
+
+  /** Names whose CIDRs contain `ip` (upstream `ContainsAddress`). Throws on a malformed IP. */
+  containing(ip: string): string[] {
+    assertString('ip', ip);
+    return callNative(() => this.#n.containing(ip));
+  }
+
+  /** Names with a CIDR equal to or enclosing `prefix` (upstream `ContainsPrefix`). */
+  containingPrefix(prefix: string): string[] {
+    assertString('prefix', prefix);
+    return callNative(() => this.#n.containingPrefix(prefix));
+  }
+
+  /** Names with a CIDR overlapping `prefix` (upstream `OverlapsPrefix`). */
+  overlapping(prefix: string): string[] {
+    assertString('prefix', prefix);
+    return callNative(() => this.#n.overlapping(prefix));
+  }
+
+  /**
+   * Upstream `canDeleteCIDR` for ServiceCIDR `name` with `cidrs`, over the IPAddresses managed
+   * by the allocator: `ips[i]` carries family label `families[i]` (undefined when absent).
+   */
+  canDelete(
+    name: string,
+    cidrs: readonly string[],
+    ips: readonly { name: string; family: string | undefined }[],
+  ): DeleteCheck {
+    // A missing label never matches a selector value, not even the empty "unknown" family.
+    const missing = '\u0000';
+    const r = callNative(() =>
+      this.#n.canDelete(
+        name,
+        [...cidrs],
+        ips.map((i) => i.name),
+        ips.map((i) => i.family ?? missing),
+      ),
+    );
+    return {
+      outcome: r.outcome as DeleteCheckOutcome,
+      ...(r.ip ? { ip: r.ip } : {}),
+      unparsable: r.unparsable,
+    };
+  }
+}

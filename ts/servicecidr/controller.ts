@@ -1,0 +1,367 @@
+// The ServiceCIDRs controller of kube-controller-manager (pkg/controller/servicecidrs): adds the
+// protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
+// finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
+// grace period, so allocators have seen the deletion before the range disappears.
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  NetworkingV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1IPAddress,
+  type V1ServiceCIDR,
+} from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { KubenodeTypeError } from '../errors.js';
+import { CIDRIndex } from './cidr.js';
+import { EventRecorder } from './events.js';
+import { attachHandlers } from './index-sync.js';
+import { ResilientInformer } from './informer.js';
+import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
+import { klogLogger, type Logger } from './logger.js';
+import { WorkqueueMetrics } from './metrics.js';
+import type { RateLimiter } from './ratelimit.js';
+import { RateLimitingQueue } from './workqueue.js';
+
+export const CONTROLLER_NAME = 'service-cidr-controller';
+export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
+export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
+export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
+export const IPALLOCATOR_CONTROLLER_NAME = 'ipallocator.k8s.io';
+export const CONDITION_READY = 'Ready';
+export const REASON_TERMINATING = 'Terminating';
+export const MESSAGE_READY = 'Kubernetes Service CIDR is ready';
+export const MESSAGE_TERMINATING =
+  'There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR';
+/** Upstream's queue name (sic), kept so metrics line up with kube-controller-manager's. */
+export const QUEUE_NAME = 'ipaddresses';
+
+export interface ServiceCIDRControllerOptions {
+  kubeConfig: KubeConfig;
+  /** Parallel workers (upstream runs 5). */
+  workers?: number;
+  /** Wait after the deletion timestamp before the finalizer goes (upstream: 10 s). */
+  deletionGracePeriodMs?: number;
+  /** Rate-limited retries before a key is dropped (upstream: 15). */
+  maxRetries?: number;
+  /** `true` or options: act only while holding a coordination.k8s.io/v1 Lease. */
+  leaderElection?: boolean | LeaderElectionOptions;
+  /** prom-client registry for the workqueue metrics (default: a private registry). */
+  registry?: Registry;
+  logger?: Logger;
+  /** Replaces client-go's default controller rate limiter (tests). */
+  rateLimiter?: RateLimiter<string>;
+}
+
+interface Condition {
+  type: string;
+  status: 'True' | 'False';
+  reason: string;
+  message: string;
+}
+
+function apiCode(e: unknown): number | undefined {
+  const c = (e as { code?: unknown })?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+/** A short, readable form of a client error for logs and events. */
+export function describeError(e: unknown): string {
+  const code = apiCode(e);
+  const body = (e as { body?: unknown })?.body;
+  if (code !== undefined) {
+    let msg = '';
+    if (typeof body === 'string') {
+      try {
+        msg = (JSON.parse(body) as { message?: string }).message ?? body;
+      } catch {
+        msg = body;
+      }
+    } else if (body && typeof body === 'object') {
+      msg = String((body as { message?: unknown }).message ?? '');
+    }
+    return `HTTP ${code}${msg ? `: ${msg}` : ''}`;
+  }
+  return e instanceof Error ? e.message : String(e);
+}
+
+function positiveInt(what: string, v: number, min: number): number {
+  if (!Number.isInteger(v) || v < min)
+    throw new KubenodeTypeError(`${what} must be an integer ≥ ${min}, got ${v}`);
+  return v;
+}
+
+export class ServiceCIDRController {
+  readonly index = new CIDRIndex();
+  readonly registry: Registry;
+  readonly workers: number;
+  readonly deletionGracePeriodMs: number;
+  readonly maxRetries: number;
+  readonly elector: LeaderElector | undefined;
+  readonly #kc: KubeConfig;
+  readonly #api: NetworkingV1Api;
+  readonly #events: EventRecorder;
+  readonly #log: Logger;
+  readonly #metrics: WorkqueueMetrics;
+  readonly #rateLimiter: RateLimiter<string> | undefined;
+  #queue: RateLimitingQueue<string> | undefined;
+  #cidrs: ResilientInformer<V1ServiceCIDR> | undefined;
+  #ips: ResilientInformer<V1IPAddress> | undefined;
+  #running = false;
+
+  constructor(o: ServiceCIDRControllerOptions) {
+    if (!o || typeof o.kubeConfig?.makeApiClient !== 'function') {
+      throw new KubenodeTypeError('kubeConfig must be a KubeConfig');
+    }
+    this.#kc = o.kubeConfig;
+    this.workers = positiveInt('workers', o.workers ?? 5, 1);
+    this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
+    this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
+    this.registry = o.registry ?? new Registry();
+    this.#log = o.logger ?? klogLogger(0);
+    this.#metrics = new WorkqueueMetrics(this.registry);
+    this.#rateLimiter = o.rateLimiter;
+    this.#api = this.#kc.makeApiClient(NetworkingV1Api);
+    this.#events = new EventRecorder(this.#kc.makeApiClient(CoreV1Api), CONTROLLER_NAME, this.#log);
+    if (o.leaderElection) {
+      const opts = o.leaderElection === true ? {} : o.leaderElection;
+      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, opts);
+    }
+  }
+
+  /** True while this instance's workers are running (always false for a non-leader). */
+  get active(): boolean {
+    return this.#running;
+  }
+
+  /** Runs until `signal` aborts (with leader election: only while holding the lease). */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.elector) {
+      await this.elector.run(signal, (leading) => this.#runLoop(leading));
+    } else {
+      await this.#runLoop(signal);
+    }
+  }
+
+  async #runLoop(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    this.#log.info(0, 'Starting', { controller: CONTROLLER_NAME });
+    const queue = new RateLimitingQueue<string>({
+      name: QUEUE_NAME,
+      metrics: this.#metrics,
+      ...(this.#rateLimiter ? { rateLimiter: this.#rateLimiter } : {}),
+    });
+    this.#queue = queue;
+    const cidrs = new ResilientInformer<V1ServiceCIDR>(
+      this.#kc,
+      '/apis/networking.k8s.io/v1/servicecidrs',
+      () => this.#api.listServiceCIDR(),
+      'ServiceCIDR',
+      this.#log,
+    );
+    const ips = new ResilientInformer<V1IPAddress>(
+      this.#kc,
+      '/apis/networking.k8s.io/v1/ipaddresses',
+      () => this.#api.listIPAddress(),
+      'IPAddress',
+      this.#log,
+    );
+    this.#cidrs = cidrs;
+    this.#ips = ips;
+    attachHandlers({ cidrs, ips, index: this.index, queue, log: this.#log });
+    const stopped = new Promise<void>((r) =>
+      signal.aborted ? r() : signal.addEventListener('abort', () => r(), { once: true }),
+    );
+    try {
+      // Upstream waits for both caches before starting workers.
+      await Promise.race([Promise.all([cidrs.start(), ips.start()]), stopped]);
+      if (signal.aborted) return;
+      this.#running = true;
+      const workers = Array.from({ length: this.workers }, () => this.#worker(queue));
+      await stopped;
+      queue.shutDown();
+      await Promise.all(workers);
+    } finally {
+      queue.shutDown();
+      this.#running = false;
+      await Promise.all([cidrs.stop(), ips.stop()]);
+      this.#log.info(0, 'Shutting down', { controller: CONTROLLER_NAME });
+    }
+  }
+
+  async #worker(queue: RateLimitingQueue<string>): Promise<void> {
+    for (;;) {
+      const { item, shutdown } = await queue.get();
+      if (shutdown) return;
+      await this.#processNext(queue, item);
+    }
+  }
+
+  async #processNext(queue: RateLimitingQueue<string>, key: string): Promise<void> {
+    try {
+      await this.sync(key);
+      queue.forget(key);
+    } catch (e) {
+      if (queue.numRequeues(key) < this.maxRetries) {
+        this.#log.info(2, 'Error syncing ServiceCIDR, retrying', { ServiceCIDR: key, err: describeError(e) });
+        queue.addRateLimited(key);
+      } else {
+        this.#log.info(0, 'Dropping ServiceCIDR out of the queue', {
+          ServiceCIDR: key,
+          err: describeError(e),
+        });
+        queue.forget(key);
+        this.#log.error('Unhandled Error', e, { ServiceCIDR: key });
+      }
+    } finally {
+      queue.done(key);
+    }
+  }
+
+  /** One reconcile of ServiceCIDR `key` (upstream `sync`). Throws to ask for a retry. */
+  async sync(key: string): Promise<void> {
+    const started = performance.now();
+    this.#log.info(4, 'syncing ServiceCIDR', { ServiceCIDR: key });
+    try {
+      await this.#sync(key);
+    } finally {
+      this.#log.info(4, 'Finished syncing ServiceCIDR)', {
+        ServiceCIDR: key,
+        elapsed: `${(performance.now() - started).toFixed(3)}ms`,
+      });
+    }
+  }
+
+  async #sync(key: string): Promise<void> {
+    const cidr = this.#cidrs?.get(key);
+    if (!cidr) {
+      this.#log.info(4, 'ServiceCIDR no longer exist', { ServiceCIDR: key });
+      return;
+    }
+    const name = cidr.metadata?.name ?? key;
+    const deletion = cidr.metadata?.deletionTimestamp;
+    if (deletion) {
+      if (!this.#canDelete(cidr)) {
+        await this.#updateConditionIfNeeded(cidr, {
+          type: CONDITION_READY,
+          status: 'False',
+          reason: REASON_TERMINATING,
+          message: MESSAGE_TERMINATING,
+        });
+        return;
+      }
+      const since = Date.now() - new Date(deletion).getTime();
+      const remaining = this.deletionGracePeriodMs - (Number.isFinite(since) ? since : 0);
+      if (remaining > 0) {
+        this.#queue?.addAfter(key, remaining);
+        return;
+      }
+      await this.#patchFinalizer(cidr, 'remove');
+      return;
+    }
+    await this.#patchFinalizer(cidr, 'add');
+    try {
+      await this.#updateConditionIfNeeded(cidr, {
+        type: CONDITION_READY,
+        status: 'True',
+        reason: '',
+        message: MESSAGE_READY,
+      });
+    } catch (e) {
+      this.#log.info(0, 'error updating default ServiceCIDR status', {
+        ServiceCIDR: name,
+        error: describeError(e),
+      });
+      await this.#events.warning(
+        cidr,
+        'KubernetesServiceCIDRError',
+        'The ServiceCIDR Status can not be set to Ready=True',
+      );
+      throw e;
+    }
+  }
+
+  /** Upstream `canDeleteCIDR`, answered by the index in one native call. */
+  #canDelete(cidr: V1ServiceCIDR): boolean {
+    const name = cidr.metadata?.name ?? '';
+    const cidrs = (cidr.spec?.cidrs ?? []).filter((c): c is string => typeof c === 'string');
+    const managed: { name: string; family: string | undefined }[] = [];
+    for (const ip of this.#ips?.list() ?? []) {
+      const labels = ip.metadata?.labels ?? {};
+      if (labels[LABEL_MANAGED_BY] !== IPALLOCATOR_CONTROLLER_NAME || !ip.metadata?.name) continue;
+      managed.push({ name: ip.metadata.name, family: labels[LABEL_IP_FAMILY] });
+    }
+    const r = this.index.canDelete(name, cidrs, managed);
+    for (const bad of r.unparsable) {
+      this.#log.info(0, '[SHOULD NOT HAPPEN] unexpected error parsing IPAddress', { IPAddress: bad });
+    }
+    switch (r.outcome) {
+      case 'containedInOther':
+        this.#log.info(0, 'Deleting ServiceCIDR contained in other ServiceCIDR', { ServiceCIDR: name });
+        return true;
+      case 'blocked':
+        this.#log.info(0, 'Deleting ServiceCIDR blocked by IP address', { IPAddress: r.ip });
+        return false;
+      default:
+        this.#log.info(0, 'Deleting ServiceCIDR no longer have orphan IPs', { ServiceCIDR: name });
+        return true;
+    }
+  }
+
+  /** Strategic-merge patch of the finalizer list; NotFound counts as done. */
+  async #patchFinalizer(cidr: V1ServiceCIDR, op: 'add' | 'remove'): Promise<void> {
+    const name = cidr.metadata?.name ?? '';
+    const has = (cidr.metadata?.finalizers ?? []).includes(SERVICE_CIDR_PROTECTION_FINALIZER);
+    if (op === 'add' ? has : !has) return;
+    const body =
+      op === 'add'
+        ? { metadata: { finalizers: [SERVICE_CIDR_PROTECTION_FINALIZER] } }
+        : { metadata: { '$deleteFromPrimitiveList/finalizers': [SERVICE_CIDR_PROTECTION_FINALIZER] } };
+    try {
+      await this.#api.patchServiceCIDR(
+        { name, body },
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+      );
+    } catch (e) {
+      if (apiCode(e) !== 404) throw e;
+    }
+    this.#log.info(
+      4,
+      op === 'add'
+        ? 'Added protection finalizer to ServiceCIDR'
+        : 'Removed protection finalizer from ServiceCIDRs',
+      { ServiceCIDR: name },
+    );
+  }
+
+  /** Server-side apply of one condition to /status, only when status, reason or message differ. */
+  async #updateConditionIfNeeded(cidr: V1ServiceCIDR, c: Condition): Promise<void> {
+    const name = cidr.metadata?.name ?? '';
+    const cur = (cidr.status?.conditions ?? []).find((x) => x?.type === c.type);
+    if (
+      cur &&
+      cur.status === c.status &&
+      (cur.reason ?? '') === c.reason &&
+      (cur.message ?? '') === c.message
+    ) {
+      this.#log.info(4, 'ServiceCIDR condition already up to date', { ServiceCIDR: name, condition: c.type });
+      return;
+    }
+    this.#log.info(2, 'Updating ServiceCIDR condition', { ServiceCIDR: name, condition: c });
+    await this.#api.patchServiceCIDRStatus(
+      {
+        name,
+        fieldManager: CONTROLLER_NAME,
+        force: true,
+        body: {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'ServiceCIDR',
+          metadata: { name },
+          status: { conditions: [{ ...c, lastTransitionTime: new Date() }] },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+    );
+  }
+}

@@ -1,0 +1,222 @@
+// Leader election over a coordination.k8s.io/v1 Lease, following client-go's
+// `tools/leaderelection`: a candidate takes the lease when it is free or when the holder has not
+// renewed it for `leaseDuration` (measured on the local clock from when the record last
+// changed); the leader renews every `retryPeriod` and gives up when it cannot renew within
+// `renewDeadline`. Writes use the Lease resourceVersion, so two candidates never both win.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { Logger } from './logger.js';
+
+export interface LeaderElectionOptions {
+  /** Lease namespace (default `kube-system`). */
+  namespace?: string;
+  /** Lease name (default `service-cidr-controller`). */
+  name?: string;
+  /** Holder identity (default `<hostname>_<uuid>`, as kube-controller-manager). */
+  identity?: string;
+  /** kube-controller-manager defaults: 15 s, 10 s, 2 s. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  /** Give the lease up on a clean stop so another instance takes over at once (default true). */
+  releaseOnCancel?: boolean;
+}
+
+function statusCode(e: unknown): number | undefined {
+  const c = (e as { code?: unknown })?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+export class LeaderElector {
+  readonly identity: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly #leaseMs: number;
+  readonly #renewMs: number;
+  readonly #retryMs: number;
+  readonly #release: boolean;
+  #observed: string | undefined;
+  #observedAt = 0;
+  #isLeader = false;
+
+  constructor(
+    private readonly api: CoordinationV1Api,
+    private readonly log: Logger,
+    o: LeaderElectionOptions = {},
+  ) {
+    this.identity = o.identity ?? `${hostname()}_${randomUUID()}`;
+    this.namespace = o.namespace ?? 'kube-system';
+    this.name = o.name ?? 'service-cidr-controller';
+    this.#leaseMs = o.leaseDurationMs ?? 15_000;
+    this.#renewMs = o.renewDeadlineMs ?? 10_000;
+    this.#retryMs = o.retryPeriodMs ?? 2_000;
+    this.#release = o.releaseOnCancel ?? true;
+    if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
+      throw new RangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
+    }
+  }
+
+  get isLeader(): boolean {
+    return this.#isLeader;
+  }
+
+  /**
+   * Campaigns until `signal` aborts. While leading, `lead(leaderSignal)` runs; `leaderSignal`
+   * aborts when leadership is lost or `signal` aborts. After losing, it campaigns again.
+   */
+  async run(signal: AbortSignal, lead: (leaderSignal: AbortSignal) => Promise<void>): Promise<void> {
+    while (!signal.aborted) {
+      if (!(await this.#acquire(signal))) break;
+      this.#isLeader = true;
+      this.log.info(0, 'successfully acquired lease', { lease: `${this.namespace}/${this.name}` });
+      const leading = new AbortController();
+      const onAbort = () => leading.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      const work = lead(leading.signal).catch((e) => {
+        this.log.error('leader work failed', e);
+        leading.abort();
+      });
+      await this.#renewLoop(leading.signal);
+      leading.abort();
+      await work;
+      signal.removeEventListener('abort', onAbort);
+      this.#isLeader = false;
+      if (signal.aborted) {
+        if (this.#release) await this.#releaseLease();
+        break;
+      }
+      this.log.info(0, 'leaderelection lost', { lease: `${this.namespace}/${this.name}` });
+    }
+  }
+
+  async #acquire(signal: AbortSignal): Promise<boolean> {
+    this.log.info(0, 'attempting to acquire leader lease', { lease: `${this.namespace}/${this.name}` });
+    while (!signal.aborted) {
+      if (await this.#tryAcquireOrRenew()) return true;
+      // client-go waits retryPeriod with a 1.2 jitter factor.
+      await sleep(this.#retryMs * (1 + Math.random() * 1.2), signal);
+    }
+    return false;
+  }
+
+  async #renewLoop(leading: AbortSignal): Promise<void> {
+    let lastRenew = performance.now();
+    while (!leading.aborted) {
+      await sleep(this.#retryMs, leading);
+      if (leading.aborted) return;
+      if (await this.#tryAcquireOrRenew()) {
+        lastRenew = performance.now();
+      } else if (performance.now() - lastRenew >= this.#renewMs) {
+        this.log.info(0, 'failed to renew lease', { lease: `${this.namespace}/${this.name}` });
+        return;
+      }
+    }
+  }
+
+  async #tryAcquireOrRenew(): Promise<boolean> {
+    const now = new V1MicroTime(Date.now());
+    const leaseSeconds = Math.max(1, Math.ceil(this.#leaseMs / 1000));
+    let lease: V1Lease;
+    try {
+      lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace });
+    } catch (e) {
+      if (statusCode(e) !== 404) {
+        this.log.info(2, 'error retrieving resource lock', {
+          lease: `${this.namespace}/${this.name}`,
+          err: e,
+        });
+        return false;
+      }
+      try {
+        await this.api.createNamespacedLease({
+          namespace: this.namespace,
+          body: {
+            metadata: { name: this.name, namespace: this.namespace },
+            spec: {
+              holderIdentity: this.identity,
+              leaseDurationSeconds: leaseSeconds,
+              acquireTime: now,
+              renewTime: now,
+              leaseTransitions: 0,
+            },
+          },
+        });
+        this.#observe(`${this.identity}|${now.toISOString()}`);
+        return true;
+      } catch (e2) {
+        this.log.info(2, 'error initially creating leader election record', { err: e2 });
+        return false;
+      }
+    }
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    const record = `${holder}|${spec.renewTime ? new Date(spec.renewTime).toISOString() : ''}|${spec.leaseDurationSeconds}`;
+    if (record !== this.#observed) this.#observe(record);
+    const heldMs = (spec.leaseDurationSeconds ?? 0) * 1000;
+    if (holder !== '' && holder !== this.identity && this.#observedAt + heldMs > performance.now()) {
+      return false;
+    }
+    const mine = holder === this.identity;
+    lease.spec = {
+      ...spec,
+      holderIdentity: this.identity,
+      leaseDurationSeconds: leaseSeconds,
+      renewTime: now,
+      acquireTime: mine && spec.acquireTime ? new V1MicroTime(new Date(spec.acquireTime).getTime()) : now,
+      leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+    };
+    try {
+      const updated = await this.api.replaceNamespacedLease({
+        name: this.name,
+        namespace: this.namespace,
+        body: lease,
+      });
+      const s = updated.spec ?? {};
+      this.#observe(
+        `${s.holderIdentity ?? ''}|${s.renewTime ? new Date(s.renewTime).toISOString() : ''}|${s.leaseDurationSeconds}`,
+      );
+      return true;
+    } catch (e) {
+      this.log.info(2, 'Failed to update lock', { err: statusCode(e) === 409 ? 'conflict' : e });
+      return false;
+    }
+  }
+
+  #observe(record: string): void {
+    this.#observed = record;
+    this.#observedAt = performance.now();
+  }
+
+  async #releaseLease(): Promise<void> {
+    try {
+      const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace });
+      if (lease.spec?.holderIdentity !== this.identity) return;
+      const now = new V1MicroTime(Date.now());
+      lease.spec = {
+        ...lease.spec,
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        renewTime: now,
+        acquireTime: now,
+      };
+      await this.api.replaceNamespacedLease({ name: this.name, namespace: this.namespace, body: lease });
+      this.log.info(0, 'released leader lease', { lease: `${this.namespace}/${this.name}` });
+    } catch (e) {
+      this.log.error('Failed to release lock', e);
+    }
+  }
+}

@@ -1,0 +1,107 @@
+// client-go workqueue metrics (component-base `workqueue_*` names and buckets) on prom-client.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** What a queue reports; one instance per registry, labelled by queue name. */
+export interface QueueMetricsProvider {
+  forQueue(name: string, inflight: () => { unfinishedSeconds: number; longestSeconds: number }): QueueMetrics;
+}
+
+export interface QueueMetrics {
+  add(): void;
+  get(queuedSeconds: number): void;
+  done(workSeconds: number): void;
+  retry(): void;
+}
+
+// component-base: prometheus.ExponentialBuckets(10e-9, 10, 10).
+const BUCKETS = Array.from({ length: 10 }, (_, i) => 10e-9 * 10 ** i);
+
+/** Registers the workqueue metric families on `registry`. */
+export class WorkqueueMetrics implements QueueMetricsProvider {
+  readonly #depth: Gauge<'name'>;
+  readonly #adds: Counter<'name'>;
+  readonly #latency: Histogram<'name'>;
+  readonly #work: Histogram<'name'>;
+  readonly #retries: Counter<'name'>;
+  readonly #inflight = new Map<string, () => { unfinishedSeconds: number; longestSeconds: number }>();
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.#depth = new Gauge({
+      name: 'workqueue_depth',
+      help: 'Current depth of workqueue',
+      labelNames: ['name'],
+      registers,
+    });
+    this.#adds = new Counter({
+      name: 'workqueue_adds_total',
+      help: 'Total number of adds handled by workqueue',
+      labelNames: ['name'],
+      registers,
+    });
+    this.#latency = new Histogram({
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested.',
+      labelNames: ['name'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.#work = new Histogram({
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes.',
+      labelNames: ['name'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.#retries = new Counter({
+      name: 'workqueue_retries_total',
+      help: 'Total number of retries handled by workqueue',
+      labelNames: ['name'],
+      registers,
+    });
+    const inflight = this.#inflight;
+    new Gauge({
+      name: 'workqueue_unfinished_work_seconds',
+      help:
+        "How many seconds of work has done that is in progress and hasn't been observed by work_duration. " +
+        'Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate ' +
+        'at which this increases.',
+      labelNames: ['name'],
+      registers,
+      collect() {
+        for (const [name, f] of inflight) this.set({ name }, f().unfinishedSeconds);
+      },
+    });
+    new Gauge({
+      name: 'workqueue_longest_running_processor_seconds',
+      help: 'How many seconds has the longest running processor for workqueue been running.',
+      labelNames: ['name'],
+      registers,
+      collect() {
+        for (const [name, f] of inflight) this.set({ name }, f().longestSeconds);
+      },
+    });
+  }
+
+  forQueue(
+    name: string,
+    inflight: () => { unfinishedSeconds: number; longestSeconds: number },
+  ): QueueMetrics {
+    this.#inflight.set(name, inflight);
+    const l = { name };
+    return {
+      add: () => {
+        this.#adds.inc(l);
+        this.#depth.inc(l);
+      },
+      get: (queued) => {
+        this.#depth.dec(l);
+        this.#latency.observe(l, queued);
+      },
+      done: (work) => this.#work.observe(l, work),
+      retry: () => this.#retries.inc(l),
+    };
+  }
+}
+
+export const noopQueueMetrics: QueueMetrics = { add() {}, get() {}, done() {}, retry() {} };
