@@ -9,6 +9,7 @@ import {
   type Measurement,
   measureJs,
   runGoPeer,
+  runJsonLines,
   speedup,
 } from './lib/harness.js';
 import { NaiveBitmap } from './lib/naive-bitmap.js';
@@ -65,16 +66,31 @@ export async function run(ctx: BenchContext): Promise<string> {
   }
   const go = await runGoPeer(ctx, 'bitmap-bench', ctx.quick ? ['-iters', '2000', '-samples', '3'] : []);
   rows.push(...go);
+  // The Rust core alone, timed like the Go peer: core against core, without the JS crossing.
+  const core = await runJsonLines(ctx, [
+    'cargo',
+    'run',
+    '--release',
+    '--quiet',
+    '-p',
+    'kubenode-bitmap',
+    '--example',
+    'bench_json',
+    '--',
+    ...(ctx.quick ? ['2000', '3'] : ['200000', '15']),
+  ]);
+  rows.push(...core);
   rows.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.peer.localeCompare(b.peer));
 
-  const full = speedup(rows, 'alloc-release-99full', 'go-upstream');
+  const coreFull = speedup(rows, 'alloc-release-99full', 'go-upstream', 'kubenode-core');
+  const jsFull = speedup(rows, 'alloc-release-99full', 'go-upstream');
   const mineFull = rows.find((r) => r.scenario === 'alloc-release-99full' && r.peer === 'kubenode');
   const summary = [
-    `- 99 % full: kubenode is ${fmtRatio(full)} faster than upstream Go per AllocateNext+Release (target ≥10×),`,
-    `  ${fmtNs(mineFull?.medianNsPerOp ?? Number.NaN)} per cycle from JavaScript, i.e. two calls across`,
-    '  the binding (target ≤1 µs per call).',
+    `- 99 % full, per AllocateNext+Release: the Rust core is ${fmtRatio(coreFull)} faster than upstream Go's`,
+    `  AllocationBitmap (target ≥10×); through JavaScript it is ${fmtRatio(jsFull)} faster, at`,
+    `  ${fmtNs(mineFull?.medianNsPerOp ?? Number.NaN)} per cycle, i.e. two calls across the binding (target ≤1 µs per call).`,
     `- Empty map: ${fmtRatio(speedup(rows, 'alloc-release-empty', 'go-upstream'))} vs upstream Go, ` +
       `${fmtRatio(speedup(rows, 'alloc-release-empty', 'plain-ts'))} vs plain TypeScript.`,
   ].join('\n');
-  return `${comparisonTable(rows)}\n\n${summary}\n`;
+  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one call per operation); \`kubenode-core\` is the Rust core\ntimed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap.\n`;
 }

@@ -107,17 +107,25 @@ export async function runGoPeer(
   opts: GoPeerOptions = {},
 ): Promise<Array<Measurement & Record<string, unknown>>> {
   const bin = goPeerBinary(target);
-  const argv = [...(opts.wrap ?? []), bin, '-json', ...args];
+  return runJsonLines(ctx, [...(opts.wrap ?? []), bin, '-json', ...args], opts.env);
+}
+
+/** Runs a command that prints one JSON measurement per line (the peers' protocol). */
+export async function runJsonLines(
+  ctx: BenchContext,
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Array<Measurement & Record<string, unknown>>> {
   const [cmd, ...rest] = argv as [string, ...string[]];
   const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn(cmd, rest, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(cmd, rest, { env, cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     child.stdout.on('data', (d: Buffer) => {
       buf += d.toString();
     });
     child.on('error', reject);
     child.on('close', (code) =>
-      code === 0 ? resolve(buf) : reject(new Error(`${target} exited with ${code}`)),
+      code === 0 ? resolve(buf) : reject(new Error(`${cmd} exited with ${code}`)),
     );
   });
   const rows = out
