@@ -18,6 +18,24 @@ export declare class AllocationBitmap {
 }
 export type JsAllocationBitmap = AllocationBitmap
 
+export declare class Conntrack {
+  /** Opens a handle in this process's network namespace, or in the one at `netns`. */
+  static open(netns?: string | undefined | null): Conntrack
+  list(familyName: string, filter?: ConntrackListFilter | undefined | null): Promise<ConntrackListOutcome>
+  delete(familyName: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
+  /** Creates entries (for tests and benchmarks that fill a table). */
+  create(familyName: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
+  /** One whole list → match → delete pass for `family`. */
+  cleanStale(familyName: string, services: Array<ConntrackService>, endpoints: Record<string, Array<ConntrackEndpoint>>, dryRun?: boolean | undefined | null): Promise<ConntrackCleanOutcome>
+  /** Progress of the running clean pass (readable while it runs). */
+  progress(): ConntrackProgress
+  /** Test hook: faults to inject into the next operations. */
+  injectFaults(faults: ConntrackFaults): void
+  /** Closes the socket; later calls fail. Waits for a running task to finish. */
+  close(): void
+}
+export type JsConntrack = Conntrack
+
 export declare class ServiceCidrIndex {
   constructor()
   /** Sets the CIDRs of `name`; returns the CIDRs skipped as unparsable. */
@@ -71,6 +89,98 @@ export interface BitmapOptions {
 export interface BitmapSnapshot {
   range: string
   data: Buffer
+}
+
+export interface ConntrackBatchOutcome {
+  requested: number
+  /** Deleted or created now. */
+  ok: number
+  /** ENOENT: already gone. */
+  notFound: number
+  failed: number
+  firstError?: string
+  error?: ConntrackTaskError
+}
+
+export interface ConntrackCleanOutcome {
+  listed: number
+  stale: number
+  deleted: number
+  notFound: number
+  failed: number
+  partial: boolean
+  attempts: number
+  seconds: number
+  firstError?: string
+  error?: ConntrackTaskError
+}
+
+export interface ConntrackEndpoint {
+  ip: string
+  port: number
+  serving: boolean
+}
+
+export interface ConntrackFaults {
+  recvEintr?: number
+  recvEnobufs?: number
+  dumpIntr?: number
+  trunc?: number
+}
+
+export interface ConntrackFlow {
+  protocol: number
+  forward: ConntrackTuple
+  reverse: ConntrackTuple
+  zone: number
+  id?: number
+  mark: number
+  status: number
+  timeout: number
+}
+
+export interface ConntrackListFilter {
+  protocol?: number
+  dstIp?: string
+  dstPort?: number
+}
+
+export interface ConntrackListOutcome {
+  flows: Array<ConntrackFlow>
+  partial: boolean
+  attempts: number
+  error?: ConntrackTaskError
+}
+
+export interface ConntrackProgress {
+  /** "idle", "listing" or "deleting". */
+  phase: string
+  listed: number
+  stale: number
+  deleted: number
+}
+
+export interface ConntrackService {
+  name: string
+  protocol: string
+  /** Empty or "None" for headless services. */
+  clusterIp: string
+  port: number
+  nodePort?: number
+  externalIps?: Array<string>
+  loadBalancerIps?: Array<string>
+}
+
+export interface ConntrackTaskError {
+  code: string
+  message: string
+}
+
+export interface ConntrackTuple {
+  srcIp?: string
+  dstIp?: string
+  srcPort: number
+  dstPort: number
 }
 
 export declare function servicecidrBroadcastAddress(cidr: string): string

@@ -1,5 +1,6 @@
 // Public API of kubenode. Each subsystem is a namespace export.
 export * as bitmap from './bitmap.js';
+export * as conntrack from './conntrack/index.js';
 export * as doctor from './doctor.js';
 export * as servicecidr from './servicecidr/index.js';
 export {

@@ -2,6 +2,7 @@
 //! conversion, class wrappers, errors and async tasks; no logic of its own.
 
 mod bitmap;
+mod conntrack;
 mod convert;
 mod errors;
 mod servicecidr;

@@ -1,0 +1,81 @@
+// kube-proxy's CleanStaleEntries: the whole list → match → delete pass runs in Rust in one call;
+// only the validated service/endpoint tables cross the boundary.
+import { performance } from 'node:perf_hooks';
+import type { Conntrack } from './client.js';
+import { conntrackError } from './errors.js';
+import { type ConntrackMetrics, conntrackMetrics } from './metrics.js';
+import {
+  assertFamily,
+  type EndpointsTable,
+  forFamily,
+  type IPFamily,
+  type ServiceEntry,
+  validateTables,
+} from './tables.js';
+
+export interface CleanOptions {
+  /** Select stale flows but delete nothing (no metrics are recorded). */
+  dryRun?: boolean;
+  /** Where to record kube-proxy's metrics; `null` records none. Default: prom-client's registry. */
+  metrics?: ConntrackMetrics | null;
+}
+
+export interface CleanResult {
+  /** Entries listed (the kernel-filtered UDP table of this family). */
+  listed: number;
+  /** Flows selected as stale. */
+  stale: number;
+  /** Deleted now or already gone (ENOENT), as kube-proxy counts. */
+  deleted: number;
+  notFound: number;
+  failed: number;
+  /** The dump stayed interrupted after 5 attempts and the pass used the partial list. */
+  partial: boolean;
+  attempts: number;
+  seconds: number;
+  firstError?: string;
+}
+
+/**
+ * Deletes the UDP conntrack entries of `family` that point at endpoints no longer serving,
+ * with upstream's rules. A listing failure throws (and records no metric, like upstream); a
+ * failed delete is counted in `failed` and never stops the rest of the batch.
+ */
+export async function cleanStaleEntries(
+  ct: Conntrack,
+  family: IPFamily,
+  services: ServiceEntry[],
+  endpoints: EndpointsTable,
+  options: CleanOptions = {},
+): Promise<CleanResult> {
+  const start = performance.now();
+  assertFamily(family);
+  validateTables(family, services, endpoints);
+  let task: ReturnType<Conntrack['native']['cleanStale']>;
+  try {
+    task = ct.native.cleanStale(family, forFamily(family, services), endpoints, options.dryRun ?? false);
+  } catch (e) {
+    throw conntrackError(e);
+  }
+  const o = await task;
+  if (o.error) throw conntrackError(o.error);
+  const seconds = (performance.now() - start) / 1000;
+  if (!options.dryRun) {
+    const m = options.metrics === undefined ? conntrackMetrics() : options.metrics;
+    if (m) {
+      m.syncDuration.observe({ ip_family: family }, seconds);
+      m.deletedEntries.inc({ ip_family: family }, o.deleted);
+    }
+  }
+  return {
+    listed: o.listed,
+    stale: o.stale,
+    deleted: o.deleted,
+    notFound: o.notFound,
+    failed: o.failed,
+    partial: o.partial,
+    attempts: o.attempts,
+    seconds,
+    ...(o.firstError ? { firstError: o.firstError } : {}),
+  };
+}

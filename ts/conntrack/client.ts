@@ -1,0 +1,254 @@
+// The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
+// operation runs off the JS thread and returns a Promise.
+import type { Conntrack as NativeConntrack } from '../binding.js';
+import { assertInteger, describe, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
+import { conntrackError } from './errors.js';
+import { assertFamily, assertPort, type IPFamily, ipFamilyOf } from './tables.js';
+
+export interface FlowTuple {
+  srcIP: string;
+  dstIP: string;
+  srcPort: number;
+  dstPort: number;
+}
+
+export interface Flow {
+  /** L4 protocol number (17 = UDP, 6 = TCP, 132 = SCTP). */
+  protocol: number;
+  /** Original direction. */
+  forward: FlowTuple;
+  /** Reply direction (its source is the DNAT target). */
+  reverse: FlowTuple;
+  zone: number;
+  /** Conntrack ID; deletes are guarded by it when present. */
+  id?: number;
+  mark: number;
+  status: number;
+  /** Seconds left. */
+  timeout: number;
+}
+
+export interface ListOptions {
+  /** Protocol name or number; filtered in the kernel and again in user space. */
+  protocol?: 'udp' | 'tcp' | 'sctp' | 'UDP' | 'TCP' | 'SCTP' | number;
+  /** Original destination IP (needs `protocol`). */
+  dstIP?: string;
+  /** Original destination port (needs `protocol`). */
+  dstPort?: number;
+}
+
+export interface ListResult {
+  flows: Flow[];
+  /** The dump stayed interrupted after 5 attempts; the list may be incomplete. */
+  partial: boolean;
+  attempts: number;
+}
+
+export interface DeleteResult {
+  /** Deleted now or already gone (ENOENT), as kube-proxy counts. */
+  deleted: number;
+  notFound: number;
+  failed: number;
+  firstError?: string;
+}
+
+export interface OpenOptions {
+  /** Network namespace file, e.g. `/var/run/netns/NAME`; default: this process's. */
+  netns?: string;
+}
+
+export interface Progress {
+  phase: 'idle' | 'listing' | 'deleting';
+  listed: number;
+  stale: number;
+  deleted: number;
+}
+
+/** Fault injection for tests of the recovery paths (see the crate's `Faults`). */
+export interface Faults {
+  recvEintr?: number;
+  recvEnobufs?: number;
+  dumpIntr?: number;
+  trunc?: number;
+}
+
+const PROTOCOLS: Record<string, number> = { udp: 17, tcp: 6, sctp: 132 };
+
+export function protocolNumber(p: ListOptions['protocol']): number | undefined {
+  if (p === undefined) return undefined;
+  if (typeof p === 'number') return assertInteger('protocol', p, 0, 255);
+  const n = typeof p === 'string' ? PROTOCOLS[p.toLowerCase()] : undefined;
+  if (n === undefined)
+    throw new KubenodeTypeError(`protocol must be udp, tcp, sctp or a number, got ${describe(p)}`);
+  return n;
+}
+
+type NativeFlow = Parameters<NativeConntrack['delete']>[1][number];
+
+function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
+  if (typeof f !== 'object' || f === null) throw new KubenodeTypeError(`flows[${i}] must be an object`);
+  const tuple = (dir: 'forward' | 'reverse') => {
+    const t = f[dir];
+    if (typeof t !== 'object' || t === null)
+      throw new KubenodeTypeError(`flows[${i}].${dir} must be an object`);
+    for (const k of ['srcIP', 'dstIP'] as const) {
+      const fam = ipFamilyOf(`flows[${i}].${dir}.${k}`, t[k]);
+      if (fam !== family) {
+        throw new KubenodeTypeError(
+          `flows[${i}].${dir}.${k}: ${t[k]} is not an ${family} address (family mismatch)`,
+        );
+      }
+    }
+    return {
+      srcIp: t.srcIP,
+      dstIp: t.dstIP,
+      srcPort: assertPort(`flows[${i}].${dir}.srcPort`, t.srcPort),
+      dstPort: assertPort(`flows[${i}].${dir}.dstPort`, t.dstPort),
+    };
+  };
+  return {
+    protocol: assertInteger(`flows[${i}].protocol`, f.protocol, 0, 255),
+    forward: tuple('forward'),
+    reverse: tuple('reverse'),
+    zone: assertInteger(`flows[${i}].zone`, f.zone ?? 0, 0, 65535),
+    id: f.id === undefined ? undefined : assertInteger(`flows[${i}].id`, f.id, 0, 0xffffffff),
+    mark: assertInteger(`flows[${i}].mark`, f.mark ?? 0, 0, 0xffffffff),
+    status: assertInteger(`flows[${i}].status`, f.status ?? 0, 0, 0xffffffff),
+    timeout: assertInteger(`flows[${i}].timeout`, f.timeout ?? 0, 0, 0xffffffff),
+  };
+}
+
+type NativeOutcome = { error?: { code: string; message: string } | null };
+
+function check<T extends NativeOutcome>(o: T): T {
+  if (o.error) throw conntrackError(o.error);
+  return o;
+}
+
+export class Conntrack {
+  readonly #n: NativeConntrack;
+  #closed = false;
+
+  private constructor(n: NativeConntrack) {
+    this.#n = n;
+  }
+
+  /** Opens a persistent ctnetlink socket (in `netns` if given). */
+  static async open(options: OpenOptions = {}): Promise<Conntrack> {
+    if (options.netns !== undefined && typeof options.netns !== 'string') {
+      throw new KubenodeTypeError(`netns must be a path, got ${describe(options.netns)}`);
+    }
+    try {
+      return new Conntrack(native.Conntrack.open(options.netns));
+    } catch (e) {
+      throw conntrackError(e);
+    }
+  }
+
+  /** The raw handle, for `cleanStaleEntries`. */
+  get native(): NativeConntrack {
+    if (this.#closed) throw new KubenodeTypeError('the conntrack handle is closed');
+    return this.#n;
+  }
+
+  async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
+    assertFamily(family);
+    const protocol = protocolNumber(options.protocol);
+    if (options.dstIP !== undefined && ipFamilyOf('dstIP', options.dstIP) !== family) {
+      throw new KubenodeTypeError(`dstIP ${options.dstIP} is not an ${family} address (family mismatch)`);
+    }
+    if (options.dstPort !== undefined) assertPort('dstPort', options.dstPort);
+    let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
+    try {
+      task = this.native.list(family, { protocol, dstIp: options.dstIP, dstPort: options.dstPort });
+    } catch (e) {
+      throw conntrackError(e);
+    }
+    const o = check(await task);
+    return {
+      flows: o.flows.map((f) => ({
+        protocol: f.protocol,
+        forward: {
+          srcIP: f.forward.srcIp ?? '',
+          dstIP: f.forward.dstIp ?? '',
+          srcPort: f.forward.srcPort,
+          dstPort: f.forward.dstPort,
+        },
+        reverse: {
+          srcIP: f.reverse.srcIp ?? '',
+          dstIP: f.reverse.dstIp ?? '',
+          srcPort: f.reverse.srcPort,
+          dstPort: f.reverse.dstPort,
+        },
+        zone: f.zone,
+        ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
+        mark: f.mark,
+        status: f.status,
+        timeout: f.timeout,
+      })),
+      partial: o.partial,
+      attempts: o.attempts,
+    };
+  }
+
+  /** Lists the entries of one family: the flows only. */
+  async listEntries(family: IPFamily, options: ListOptions = {}): Promise<Flow[]> {
+    return (await this.list(family, options)).flows;
+  }
+
+  /** Deletes flows by exact original tuple + zone (guarded by `id`), batched. */
+  async delete(family: IPFamily, flows: Flow[]): Promise<DeleteResult> {
+    assertFamily(family);
+    if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
+    const nf = flows.map((f, i) => toNativeFlow(family, f, i));
+    let task: ReturnType<NativeConntrack['delete']>;
+    try {
+      task = this.native.delete(family, nf);
+    } catch (e) {
+      throw conntrackError(e);
+    }
+    const o = check(await task);
+    return {
+      deleted: o.ok + o.notFound,
+      notFound: o.notFound,
+      failed: o.failed,
+      ...(o.firstError ? { firstError: o.firstError } : {}),
+    };
+  }
+
+  /** kube-proxy's `DeleteEntries`: the count of deleted (or already gone) flows. */
+  async deleteEntries(family: IPFamily, flows: Flow[]): Promise<number> {
+    return (await this.delete(family, flows)).deleted;
+  }
+
+  /** Creates entries (tests and benchmarks); returns how many the kernel accepted. */
+  async createEntries(
+    family: IPFamily,
+    flows: Flow[],
+  ): Promise<{ created: number; failed: number; firstError?: string }> {
+    assertFamily(family);
+    const nf = flows.map((f, i) => toNativeFlow(family, f, i));
+    const o = check(await this.native.create(family, nf));
+    return {
+      created: o.ok,
+      failed: o.failed + o.notFound,
+      ...(o.firstError ? { firstError: o.firstError } : {}),
+    };
+  }
+
+  /** Progress of a running cleanup pass on this handle. */
+  progress(): Progress {
+    return this.#n.progress() as Progress;
+  }
+
+  injectFaults(faults: Faults): void {
+    this.native.injectFaults(faults);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#n.close();
+  }
+}

@@ -1,0 +1,37 @@
+// Conntrack: ctnetlink list/delete through the Rust core, kube-proxy's stale UDP flow cleanup,
+// its metrics, and the conntrack sysctls kube-proxy sets.
+export { type CleanOptions, type CleanResult, cleanStaleEntries } from './clean.js';
+export {
+  Conntrack,
+  type DeleteResult,
+  type Faults,
+  type Flow,
+  type FlowTuple,
+  type ListOptions,
+  type ListResult,
+  type OpenOptions,
+  type Progress,
+} from './client.js';
+export { ConntrackFamilyError, ConntrackPermissionError, ConntrackUnavailableError } from './errors.js';
+export { endpointsTable, serviceEntries, servicePortName, sliceEntries, udpPortKeys } from './k8s.js';
+export {
+  type ConntrackMetrics,
+  conntrackMetrics,
+  DELETED_TOTAL,
+  SYNC_BUCKETS,
+  SYNC_DURATION,
+} from './metrics.js';
+export { CleanupGate, type ReconcilerOptions, StaleFlowReconciler } from './reconciler.js';
+export {
+  type ApplyOptions,
+  applySysctls,
+  CONNTRACK_MAX_LIMIT,
+  type ConntrackConfig,
+  ConntrackSysctlError,
+  conntrackMax,
+  DEFAULT_CONNTRACK_CONFIG,
+  detectNumCPU,
+  durationSeconds,
+  type SysctlAction,
+} from './sysctls.js';
+export type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';

@@ -1,0 +1,39 @@
+// kube-proxy's conntrack reconciler metrics (pkg/proxy/metrics), same names, help texts (with
+// component-base's stability prefix), label and buckets.
+import { Counter, register as defaultRegistry, Histogram, type Registry } from 'prom-client';
+
+export const SYNC_DURATION = 'kubeproxy_conntrack_reconciler_sync_duration_seconds';
+export const DELETED_TOTAL = 'kubeproxy_conntrack_reconciler_deleted_entries_total';
+
+/** `metrics.ExponentialBuckets(0.001, 2, 15)`: 0.001 … 16.384 s. */
+export const SYNC_BUCKETS: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
+
+export interface ConntrackMetrics {
+  syncDuration: Histogram<'ip_family'>;
+  deletedEntries: Counter<'ip_family'>;
+}
+
+const byRegistry = new WeakMap<Registry, ConntrackMetrics>();
+
+/** The two metrics, registered once per registry (prom-client's global one by default). */
+export function conntrackMetrics(registry: Registry = defaultRegistry): ConntrackMetrics {
+  const existing = byRegistry.get(registry);
+  if (existing) return existing;
+  const m: ConntrackMetrics = {
+    syncDuration: new Histogram({
+      name: SYNC_DURATION,
+      help: '[ALPHA] ReconcileConntrackFlowsLatency latency in seconds',
+      labelNames: ['ip_family'],
+      buckets: [...SYNC_BUCKETS],
+      registers: [registry],
+    }),
+    deletedEntries: new Counter({
+      name: DELETED_TOTAL,
+      help: '[ALPHA] Cumulative conntrack flows deleted by conntrack reconciler',
+      labelNames: ['ip_family'],
+      registers: [registry],
+    }),
+  };
+  byRegistry.set(registry, m);
+  return m;
+}

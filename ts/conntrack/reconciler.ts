@@ -1,0 +1,208 @@
+// StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
+// keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
+// (upstream's ConntrackCleanupRequired), per IP family.
+import {
+  CoreV1Api,
+  DiscoveryV1Api,
+  type Informer,
+  type KubeConfig,
+  makeInformer,
+  type ObjectCache,
+  type V1EndpointSlice,
+  type V1Service,
+} from '@kubernetes/client-node';
+import { type CleanResult, cleanStaleEntries } from './clean.js';
+import { Conntrack } from './client.js';
+import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
+import type { ConntrackMetrics } from './metrics.js';
+import type { IPFamily } from './tables.js';
+
+export interface ReconcilerOptions {
+  /** Families to reconcile (default both). */
+  families?: IPFamily[];
+  /** Coalesces bursts of changes (default 1000 ms, like kube-proxy's minSyncPeriod). */
+  minSyncPeriodMs?: number;
+  /** An open handle; default: one opened in this process's network namespace. */
+  conntrack?: Conntrack;
+  metrics?: ConntrackMetrics | null;
+  dryRun?: boolean;
+  /** Called after each cleanup pass. */
+  onSync?: (family: IPFamily, result: CleanResult) => void;
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * Upstream's `ConntrackCleanupRequired`: true when, since the last sync, the endpoints of a
+ * service changed and that service had a UDP port before or after the change. On the first
+ * sync every service counts as changed, so it is true whenever any UDP endpoints exist.
+ */
+export class CleanupGate {
+  #first = true;
+  /** Changed services → whether they had UDP ports before their first pending change. */
+  readonly #changed = new Map<string, boolean>();
+
+  markChanged(service: string, hadUdpBefore: boolean): void {
+    if (!this.#changed.has(service)) this.#changed.set(service, hadUdpBefore);
+  }
+
+  /** Consumes the pending changes. */
+  take(hasUdpNow: (service: string) => boolean, anyUdpNow: boolean): boolean {
+    let required = false;
+    for (const [svc, before] of this.#changed) if (before || hasUdpNow(svc)) required = true;
+    if (this.#first) {
+      required = anyUdpNow;
+      this.#first = false;
+    }
+    this.#changed.clear();
+    return required;
+  }
+
+  get pending(): number {
+    return this.#changed.size;
+  }
+}
+
+function serviceKey(slice: V1EndpointSlice): string | undefined {
+  const svc = slice.metadata?.labels?.['kubernetes.io/service-name'];
+  return svc ? `${slice.metadata?.namespace ?? 'default'}/${svc}` : undefined;
+}
+
+export class StaleFlowReconciler {
+  readonly #kc: KubeConfig;
+  readonly #opts: ReconcilerOptions;
+  readonly #families: IPFamily[];
+  #services?: Informer<V1Service> & ObjectCache<V1Service>;
+  #slices?: Informer<V1EndpointSlice> & ObjectCache<V1EndpointSlice>;
+  #ct?: Conntrack;
+  #ownCt = false;
+  #timer: NodeJS.Timeout | undefined;
+  #syncing: Promise<void> | undefined;
+  #pending = false;
+  #stopped = false;
+  readonly #gates = new Map<IPFamily, CleanupGate>();
+  /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
+  readonly #sliceCache = new Map<string, V1EndpointSlice>();
+  syncs = 0;
+
+  constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
+    this.#kc = kubeConfig;
+    this.#opts = options;
+    this.#families = options.families ?? ['IPv4', 'IPv6'];
+    for (const f of this.#families) this.#gates.set(f, new CleanupGate());
+  }
+
+  async start(): Promise<void> {
+    this.#ct = this.#opts.conntrack ?? (await Conntrack.open());
+    this.#ownCt = this.#opts.conntrack === undefined;
+    const core = this.#kc.makeApiClient(CoreV1Api);
+    const disc = this.#kc.makeApiClient(DiscoveryV1Api);
+    this.#services = makeInformer(this.#kc, '/api/v1/services', () => core.listServiceForAllNamespaces());
+    this.#slices = makeInformer(this.#kc, '/apis/discovery.k8s.io/v1/endpointslices', () =>
+      disc.listEndpointSliceForAllNamespaces(),
+    );
+    const onSlice = (s: V1EndpointSlice) => this.#sliceChanged(s, false);
+    this.#slices.on('add', onSlice);
+    this.#slices.on('update', onSlice);
+    this.#slices.on('delete', (s) => this.#sliceChanged(s, true));
+    this.#services.on('add', () => this.#schedule());
+    this.#services.on('update', () => this.#schedule());
+    this.#services.on('delete', () => this.#schedule());
+    const onError = (err: unknown) => {
+      this.#opts.onError?.(err);
+      // Informers stop on error; restart them after a pause, as client-go's reflector does.
+      if (!this.#stopped) setTimeout(() => void this.#restart(), 1000).unref();
+    };
+    this.#slices.on('error', onError);
+    this.#services.on('error', onError);
+    await Promise.all([this.#services.start(), this.#slices.start()]);
+    this.#schedule(0);
+  }
+
+  async #restart(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      await Promise.all([this.#services?.start(), this.#slices?.start()]);
+    } catch (e) {
+      this.#opts.onError?.(e);
+    }
+  }
+
+  #sliceChanged(s: V1EndpointSlice, deleted: boolean): void {
+    const svc = serviceKey(s);
+    const uid = s.metadata?.uid ?? `${s.metadata?.namespace}/${s.metadata?.name}`;
+    if (svc) {
+      for (const f of this.#families) {
+        const before = udpPortKeys(this.#slicesOf(svc), f).size > 0;
+        this.#gates.get(f)?.markChanged(svc, before);
+      }
+    }
+    if (deleted) this.#sliceCache.delete(uid);
+    else this.#sliceCache.set(uid, s);
+    this.#schedule();
+  }
+
+  #slicesOf(svc: string): V1EndpointSlice[] {
+    return [...this.#sliceCache.values()].filter((s) => serviceKey(s) === svc);
+  }
+
+  #schedule(delay = this.#opts.minSyncPeriodMs ?? 1000): void {
+    if (this.#stopped) return;
+    if (this.#syncing) {
+      this.#pending = true;
+      return;
+    }
+    if (this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#syncing = this.#sync().finally(() => {
+        this.#syncing = undefined;
+        if (this.#pending) {
+          this.#pending = false;
+          this.#schedule();
+        }
+      });
+    }, delay);
+  }
+
+  /** One sync: for each family whose gate says so, one cleanup pass. */
+  async #sync(): Promise<void> {
+    const ct = this.#ct;
+    if (!ct || this.#stopped) return;
+    const services = this.#services?.list() ?? [];
+    const slices = [...this.#sliceCache.values()];
+    for (const family of this.#families) {
+      const gate = this.#gates.get(family);
+      if (!gate) continue;
+      const entries = services.flatMap((s) => serviceEntries(s, family));
+      const anyUdp = udpPortKeys(slices, family).size > 0;
+      const required = gate.take((svc) => udpPortKeys(this.#slicesOf(svc), family).size > 0, anyUdp);
+      if (!required) continue;
+      try {
+        const r = await cleanStaleEntries(ct, family, entries, endpointsTable(slices, family), {
+          dryRun: this.#opts.dryRun ?? false,
+          ...(this.#opts.metrics !== undefined ? { metrics: this.#opts.metrics } : {}),
+        });
+        this.syncs++;
+        this.#opts.onSync?.(family, r);
+      } catch (e) {
+        this.#opts.onError?.(e);
+      }
+    }
+  }
+
+  /** Waits for the scheduled and running syncs (tests). */
+  async flush(): Promise<void> {
+    while (this.#timer || this.#syncing) {
+      await (this.#syncing ?? new Promise((r) => setTimeout(r, 20)));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#syncing;
+    await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
+    if (this.#ownCt) this.#ct?.close();
+  }
+}
