@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { nativePath } from './native.js';
+import { sysctlSection } from './sysctl/doctor.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'missing';
 
@@ -106,7 +107,7 @@ export async function collect(): Promise<DoctorReport> {
     Promise.resolve(binding()),
     userNamespaces(),
     conntrack(),
-    // Subsystem sections (sysctl probe summary, userns pool, …) are added here.
+    sysctlSection(),
   ]);
   return { sections };
 }

@@ -1,8 +1,10 @@
 // Public API of kubenode. Each subsystem is a namespace export.
+export * as admission from './admission/index.js';
 export * as bitmap from './bitmap.js';
 export * as conntrack from './conntrack/index.js';
 export * as doctor from './doctor.js';
 export * as servicecidr from './servicecidr/index.js';
+export * as sysctl from './sysctl/index.js';
 export {
   isKubenodeError,
   KubenodeError,

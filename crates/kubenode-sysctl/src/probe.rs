@@ -70,25 +70,30 @@ fn same(a: &str, b: &str) -> bool {
     a.split_whitespace().eq(b.split_whitespace())
 }
 
-/// Values that differ from `current` in one numeric field by ±1 (`""` → `"1"`).
-fn candidates(current: &str) -> Option<Vec<String>> {
-    let fields: Vec<i64> = current
+/// Values that differ from `current`: one numeric field ±1 (`""` → `"1"`); a text value gets
+/// a marker string.
+fn candidates(current: &str) -> Vec<String> {
+    let Ok(fields) = current
         .split_whitespace()
         .map(str::parse)
-        .collect::<Result<_, _>>()
-        .ok()?;
+        .collect::<Result<Vec<i128>, _>>()
+    else {
+        return vec!["kubenode-probe".into()];
+    };
     if fields.is_empty() {
-        return Some(vec!["1".into()]);
+        return vec!["1".into()];
     }
     let mut out = Vec::new();
     for i in 0..fields.len() {
-        for d in [1i64, -1] {
+        for d in [1i128, -1] {
             let mut f = fields.clone();
-            f[i] = f[i].checked_add(d)?;
-            out.push(f.iter().map(i64::to_string).collect::<Vec<_>>().join(" "));
+            if let Some(v) = f.get_mut(i) {
+                *v += d;
+            }
+            out.push(f.iter().map(i128::to_string).collect::<Vec<_>>().join(" "));
         }
     }
-    Some(out)
+    out
 }
 
 enum Ask {
@@ -182,13 +187,8 @@ fn probe_one(raw: &str, ask: &mut dyn FnMut(Ask) -> Result<String, String>) -> P
         }
     };
     r.host_value = Some(host_before.clone());
-    let Some(cands) = candidates(&original) else {
-        r.outcome = ProbeOutcome::Unchangeable;
-        r.detail = Some(format!("non-numeric value {original:?}"));
-        return r;
-    };
     let mut last_err = None;
-    for c in cands {
+    for c in candidates(&original) {
         if let Err(e) = write_value(&name, &path, &c) {
             last_err = Some(e.to_string());
             continue;
@@ -227,13 +227,14 @@ mod tests {
 
     #[test]
     fn candidate_values() {
-        assert_eq!(candidates("0").unwrap(), vec!["1", "-1"]);
+        assert_eq!(candidates("0"), vec!["1", "-1"]);
+        assert_eq!(candidates("1\t0"), vec!["2 0", "0 0", "1 1", "1 -1"]);
+        assert_eq!(candidates(""), vec!["1"]);
         assert_eq!(
-            candidates("1\t0").unwrap(),
-            vec!["2 0", "0 0", "1 1", "1 -1"]
+            candidates("18446744073692774399")[0],
+            "18446744073692774400"
         );
-        assert_eq!(candidates("").unwrap(), vec!["1"]);
-        assert!(candidates("bbr").is_none());
+        assert_eq!(candidates("(none)"), vec!["kubenode-probe"]);
     }
 
     #[test]

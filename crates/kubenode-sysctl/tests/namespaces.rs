@@ -166,7 +166,7 @@ fn probe_finds_the_safe_list_isolated() {
     assert_eq!(r[1].outcome, ProbeOutcome::Isolated, "{:?}", r[1]);
     assert_eq!(r[2].outcome, ProbeOutcome::Isolated, "{:?}", r[2]);
     assert_eq!(r[3].outcome, ProbeOutcome::Absent, "{:?}", r[3]);
-    assert_eq!(r[4].outcome, ProbeOutcome::Unchangeable, "{:?}", r[4]);
+    assert_eq!(r[4].outcome, ProbeOutcome::Isolated, "{:?}", r[4]);
     assert_ne!(r[0].probe_value, r[0].host_value);
     let after: Vec<String> = [
         "/proc/sys/net/ipv4/tcp_rmem",

@@ -1,0 +1,103 @@
+// The kubelet's pod admission chain (pkg/kubelet/lifecycle): handlers run in order and the
+// first rejection wins. A handler that throws rejects the pod instead of crashing the agent.
+import { describe, KubenodeTypeError } from '../errors.js';
+import type { PodLike } from '../sysctl/types.js';
+
+export interface PodAdmitAttributes {
+  pod: PodLike;
+  /** Pods already admitted to the node. */
+  otherPods?: PodLike[];
+}
+
+export interface PodAdmitResult {
+  admit: boolean;
+  reason?: string;
+  message?: string;
+}
+
+export interface PodAdmitHandler {
+  readonly name: string;
+  admit(attrs: PodAdmitAttributes): PodAdmitResult | Promise<PodAdmitResult>;
+}
+
+export interface ChainResult extends PodAdmitResult {
+  /** The handler that rejected the pod. */
+  handler?: string;
+}
+
+/** Reason used when a handler throws or returns something that is not a result. */
+export const UNEXPECTED_ADMISSION_ERROR = 'UnexpectedAdmissionError';
+
+export class PodAdmitChain {
+  readonly #handlers: PodAdmitHandler[];
+
+  constructor(handlers: readonly PodAdmitHandler[] = []) {
+    if (!Array.isArray(handlers))
+      throw new KubenodeTypeError(`handlers must be an array, got ${describe(handlers)}`);
+    handlers.forEach((h, i) => {
+      PodAdmitChain.#check(h, i);
+    });
+    this.#handlers = [...handlers];
+  }
+
+  static #check(h: unknown, i: number): void {
+    const o = h as PodAdmitHandler | null;
+    if (typeof o !== 'object' || o === null || typeof o.admit !== 'function' || typeof o.name !== 'string') {
+      throw new KubenodeTypeError(`handlers[${i}] must be { name: string, admit(attrs) }`);
+    }
+  }
+
+  /** Appends a handler (later issues add more admit handlers after the sysctl one). */
+  add(handler: PodAdmitHandler): this {
+    PodAdmitChain.#check(handler, this.#handlers.length);
+    this.#handlers.push(handler);
+    return this;
+  }
+
+  get handlers(): readonly string[] {
+    return this.#handlers.map((h) => h.name);
+  }
+
+  async admit(attrs: PodAdmitAttributes): Promise<ChainResult> {
+    if (typeof attrs !== 'object' || attrs === null || typeof attrs.pod !== 'object' || attrs.pod === null) {
+      throw new KubenodeTypeError(`admit attributes must be { pod, otherPods? }, got ${describe(attrs)}`);
+    }
+    const view: PodAdmitAttributes = { pod: attrs.pod, otherPods: attrs.otherPods ?? [] };
+    for (const h of this.#handlers) {
+      let r: PodAdmitResult;
+      try {
+        r = await h.admit(view);
+      } catch (e) {
+        return {
+          admit: false,
+          reason: UNEXPECTED_ADMISSION_ERROR,
+          message: `admit handler ${JSON.stringify(h.name)} failed: ${e instanceof Error ? e.message : String(e)}`,
+          handler: h.name,
+        };
+      }
+      if (typeof r !== 'object' || r === null || typeof r.admit !== 'boolean') {
+        return {
+          admit: false,
+          reason: UNEXPECTED_ADMISSION_ERROR,
+          message: `admit handler ${JSON.stringify(h.name)} returned ${describe(r)} instead of { admit: boolean }`,
+          handler: h.name,
+        };
+      }
+      if (!r.admit) return { ...r, handler: h.name };
+    }
+    return { admit: true };
+  }
+}
+
+/** What the kubelet writes into a rejected pod's status (`Kubelet.rejectPod`). */
+export function rejectedPodStatus(result: PodAdmitResult): {
+  phase: 'Failed';
+  reason: string;
+  message: string;
+} {
+  return {
+    phase: 'Failed',
+    reason: result.reason ?? '',
+    message: `Pod was rejected: ${result.message ?? ''}`,
+  };
+}

@@ -1,0 +1,140 @@
+// Applying sysctls inside a pod's namespaces, and probing which sysctls really are namespaced
+// on this kernel. Both run on dedicated native threads off the JS thread.
+import type { SysctlTaskError } from '../binding.js';
+import {
+  assertInteger,
+  assertString,
+  awaitNative,
+  describe,
+  fromNative,
+  KubenodeError,
+  type KubenodeErrorCode,
+  KubenodeTypeError,
+} from '../errors.js';
+import { native } from '../native.js';
+import type { SysctlNamespace } from './types.js';
+
+export type ApplyTarget = { pid: number } | { netnsPath?: string; ipcnsPath?: string; utsnsPath?: string };
+
+export interface AppliedSysctl {
+  /** Normalised name. */
+  name: string;
+  path: string;
+  /** Value before, as the kernel printed it. */
+  previous: string;
+  /** Value after, read back from the kernel. */
+  value: string;
+}
+
+function taskError(e: SysctlTaskError): Error {
+  return fromNative(Object.assign(new Error(e.message), { code: e.code })) as Error;
+}
+
+function linuxOnly(what: string): void {
+  if (process.platform !== 'linux') {
+    throw new KubenodeError(
+      'ERR_KUBENODE_UNSUPPORTED' as KubenodeErrorCode,
+      `${what} needs Linux namespaces`,
+    );
+  }
+}
+
+/**
+ * Writes `sysctls` into the target's net/IPC/UTS namespaces (root). Names outside those
+ * namespaces, and targets that share the caller's namespaces, are refused before anything is
+ * written; if one write fails, the earlier ones are rolled back.
+ */
+export async function applySysctls(
+  target: ApplyTarget,
+  sysctls:
+    | ReadonlyArray<{ name: string; value: string | number }>
+    | Readonly<Record<string, string | number>>,
+): Promise<AppliedSysctl[]> {
+  linuxOnly('applySysctls');
+  if (typeof target !== 'object' || target === null) {
+    throw new KubenodeTypeError(
+      `target must be { pid } or { netnsPath, ipcnsPath, utsnsPath }, got ${describe(target)}`,
+    );
+  }
+  const t: { pid?: number; netnsPath?: string; ipcnsPath?: string; utsnsPath?: string } = {};
+  if ('pid' in target && target.pid !== undefined) {
+    t.pid = assertInteger('pid', target.pid, 1, 2 ** 32 - 1);
+  } else {
+    const p = target as { netnsPath?: string; ipcnsPath?: string; utsnsPath?: string };
+    for (const k of ['netnsPath', 'ipcnsPath', 'utsnsPath'] as const) {
+      if (p[k] !== undefined) t[k] = assertString(k, p[k]);
+    }
+  }
+  const list = Array.isArray(sysctls)
+    ? sysctls
+    : Object.entries(sysctls as Record<string, string | number>).map(([name, value]) => ({ name, value }));
+  const pairs = list.map((s, i) => {
+    if (typeof s !== 'object' || s === null) throw new KubenodeTypeError(`sysctls[${i}] must be an object`);
+    const name = assertString(`sysctls[${i}].name`, s.name);
+    const v = s.value;
+    if (typeof v === 'number' && Number.isFinite(v)) return { name, value: String(v) };
+    return { name, value: assertString(`sysctls[${i}].value`, v) };
+  });
+  let outcome: Awaited<ReturnType<typeof native.sysctlApply>>;
+  try {
+    outcome = await awaitNative(native.sysctlApply(t, pairs));
+  } catch (e) {
+    throw fromNative(e);
+  }
+  if (outcome.error) throw taskError(outcome.error);
+  return outcome.applied;
+}
+
+export type ProbeOutcome = 'isolated' | 'leaked' | 'absent' | 'unchangeable' | 'error';
+
+export interface ProbeResult {
+  name: string;
+  namespace: SysctlNamespace;
+  outcome: ProbeOutcome;
+  hostValue?: string;
+  probeValue?: string;
+  detail?: string;
+}
+
+export interface ProbeReport {
+  results: ProbeResult[];
+  summary: Record<ProbeOutcome, number>;
+}
+
+/** Sysctls probed by default: safe list, the namespace tables, every fs.mqueue.* file. */
+export function defaultProbeNames(): string[] {
+  return native.sysctlProbeDefaultNames();
+}
+
+/**
+ * For each sysctl: change it in throwaway net/IPC/UTS namespaces and check that the host value
+ * did not move (restoring it if it did). Needs root.
+ */
+export async function probe(names?: readonly string[]): Promise<ProbeReport> {
+  linuxOnly('probe');
+  if (names !== undefined) {
+    if (!Array.isArray(names)) throw new KubenodeTypeError(`names must be an array, got ${describe(names)}`);
+    names.forEach((n, i) => {
+      assertString(`names[${i}]`, n);
+    });
+  }
+  const outcome = await awaitNative(native.sysctlProbe(names ? [...names] : undefined));
+  if (outcome.error) throw taskError(outcome.error);
+  const summary: Record<ProbeOutcome, number> = {
+    isolated: 0,
+    leaked: 0,
+    absent: 0,
+    unchangeable: 0,
+    error: 0,
+  };
+  const results = outcome.results.map((r) => {
+    const o = r.outcome as ProbeOutcome;
+    summary[o]++;
+    const out: ProbeResult = { name: r.name, namespace: r.namespace as SysctlNamespace, outcome: o };
+    if (r.hostValue != null) out.hostValue = r.hostValue;
+    if (r.probeValue != null) out.probeValue = r.probeValue;
+    if (r.detail != null) out.detail = r.detail;
+    return out;
+  });
+  return { results, summary };
+}

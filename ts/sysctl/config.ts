@@ -1,0 +1,33 @@
+// Kubelet startup configuration: `--allowed-unsafe-sysctls` joined with the safe list, as
+// NewMainKubelet does; a bad entry is a startup error.
+import { assertString } from '../errors.js';
+import { newAllowlist, type SysctlAllowlist, SysctlAllowlistError } from './allowlist.js';
+import { safeSysctlAllowlist } from './kernel.js';
+
+/** Splits a comma list like pflag's string slice; "" is the empty list. Spaces are kept. */
+export function parseAllowedUnsafeSysctls(flagValue: string): string[] {
+  assertString('--allowed-unsafe-sysctls', flagValue);
+  return flagValue === '' ? [] : flagValue.split(',');
+}
+
+export interface KubeletSysctlConfig {
+  /** `--allowed-unsafe-sysctls` value or the KubeletConfiguration list. */
+  allowedUnsafeSysctls?: string | readonly string[];
+  /** Kernel version for the safe list; default: the running kernel. */
+  kernelVersion?: string;
+}
+
+/** Safe list + allowed unsafe sysctls → allowlist, or a `SysctlAllowlistError` naming the flag. */
+export function allowlistFromKubeletConfig(config: KubeletSysctlConfig = {}): SysctlAllowlist {
+  const raw = config.allowedUnsafeSysctls ?? [];
+  const unsafe = typeof raw === 'string' ? parseAllowedUnsafeSysctls(raw) : [...raw];
+  const safe = safeSysctlAllowlist(config.kernelVersion);
+  try {
+    return newAllowlist([...safe, ...unsafe]);
+  } catch (e) {
+    if (e instanceof SysctlAllowlistError) {
+      throw new SysctlAllowlistError(`invalid --allowed-unsafe-sysctls: ${e.message}`, { cause: e });
+    }
+    throw e;
+  }
+}

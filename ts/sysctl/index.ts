@@ -1,0 +1,55 @@
+// Sysctl admission: upstream name rules, namespaces, the kernel-gated safe list, the kubelet
+// allowlist and admit handler, API validation, Pod Security baseline, the alpha pod-level
+// design (annotations and policies), and applying/probing sysctls in real namespaces.
+export {
+  type AdmitResult,
+  type AllowlistEntry,
+  FORBIDDEN_REASON,
+  newAllowlist,
+  SysctlAllowlist,
+  SysctlAllowlistError,
+} from './allowlist.js';
+export {
+  type AnnotationConversion,
+  type AnnotationOptions,
+  formatSysctlAnnotation,
+  parseSysctlAnnotation,
+  SYSCTLS_ANNOTATION,
+  type Sysctl,
+  SysctlAnnotationError,
+  sysctlsFromAnnotations,
+  UNSAFE_SYSCTLS_ANNOTATION,
+} from './annotations.js';
+export {
+  type AppliedSysctl,
+  type ApplyTarget,
+  applySysctls,
+  defaultProbeNames,
+  type ProbeOutcome,
+  type ProbeReport,
+  type ProbeResult,
+  probe,
+} from './apply.js';
+export { baselineAllowedSysctls, type CheckResult, checkBaseline, parsePolicyVersion } from './baseline.js';
+export { allowlistFromKubeletConfig, type KubeletSysctlConfig, parseAllowedUnsafeSysctls } from './config.js';
+export {
+  parseKernelVersion,
+  type SafeSysctlList,
+  type SafeSysctlRow,
+  safeSysctlAllowlist,
+  safeSysctlList,
+  safeSysctlTable,
+} from './kernel.js';
+export {
+  getNamespace,
+  isValidSysctlName,
+  isValidSysctlPattern,
+  type NamespaceInfo,
+  normalizeName,
+  SYSCTL_CONTAIN_SLASH_FMT,
+  SYSCTL_CONTAIN_SLASH_PATTERN_FMT,
+  SYSCTL_MAX_LENGTH,
+} from './names.js';
+export { SysctlNamePolicy, SysctlPolicy, type SysctlPolicyEntry } from './policy.js';
+export type { FieldError, PodLike, SysctlNamespace, V1Sysctl } from './types.js';
+export { type ValidatePodSysctlsOptions, validatePodSysctls, validateSysctlNames } from './validation.js';

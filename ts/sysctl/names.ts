@@ -1,0 +1,41 @@
+// Name syntax, normalisation and namespaces, computed in Rust with upstream semantics.
+import { assertString, callNative } from '../errors.js';
+import { native } from '../native.js';
+import type { SysctlNamespace } from './types.js';
+
+/** Upstream's regexes, for messages and for callers that want to match themselves. */
+export const SYSCTL_MAX_LENGTH = 253;
+export const SYSCTL_CONTAIN_SLASH_FMT = String.raw`([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?`;
+export const SYSCTL_CONTAIN_SLASH_PATTERN_FMT = String.raw`([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]`;
+
+/** `IsValidSysctlName`: ≤ 253 bytes and the slash-form regex. */
+export function isValidSysctlName(name: string): boolean {
+  assertString('name', name);
+  return native.sysctlIsValidName(name);
+}
+
+/** `IsValidSysctlPattern`: like a name, but may end in `*`. */
+export function isValidSysctlPattern(pattern: string): boolean {
+  assertString('pattern', pattern);
+  return native.sysctlIsValidPattern(pattern);
+}
+
+/** `NormalizeName`: slash-first names get `.` and `/` swapped. */
+export function normalizeName(name: string): string {
+  assertString('name', name);
+  return native.sysctlNormalizeName(name);
+}
+
+export interface NamespaceInfo {
+  namespace: SysctlNamespace;
+  /** Normalised, cut at the first `*` (a trailing dot is kept). */
+  name: string;
+  prefixed: boolean;
+}
+
+/** `GetNamespace`. */
+export function getNamespace(name: string): NamespaceInfo {
+  assertString('name', name);
+  const r = callNative(() => native.sysctlGetNamespace(name));
+  return { namespace: r.namespace as SysctlNamespace, name: r.name, prefixed: r.prefixed };
+}

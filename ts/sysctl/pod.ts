@@ -1,0 +1,73 @@
+// Reads what the sysctl checks need from a Pod, with typed errors for shapes the API server's
+// JSON decoding would refuse. A missing or null name reads as "" (Go's zero value).
+import { describe, KubenodeTypeError } from '../errors.js';
+import type { V1Sysctl } from './types.js';
+
+export const HOST_NETWORK = 1;
+export const HOST_IPC = 2;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function flag(spec: Record<string, unknown>, key: 'hostNetwork' | 'hostIPC'): boolean {
+  const v = spec[key];
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean')
+    throw new KubenodeTypeError(`spec.${key} must be a boolean, got ${describe(v)}`);
+  return v;
+}
+
+export interface PodSysctls {
+  /** Raw sysctl list (null when the pod has no security context or no sysctls). */
+  sysctls: V1Sysctl[] | null;
+  /** HOST_NETWORK | HOST_IPC bits. */
+  flags: number;
+}
+
+/** The pod's `spec.securityContext.sysctls` and host flags. */
+export function podSysctls(pod: unknown): PodSysctls {
+  if (!isObject(pod)) throw new KubenodeTypeError(`pod must be an object, got ${describe(pod)}`);
+  const spec = pod['spec'];
+  if (spec === undefined || spec === null) return { sysctls: null, flags: 0 };
+  if (!isObject(spec)) throw new KubenodeTypeError(`pod.spec must be an object, got ${describe(spec)}`);
+  const flags = (flag(spec, 'hostNetwork') ? HOST_NETWORK : 0) | (flag(spec, 'hostIPC') ? HOST_IPC : 0);
+  const sc = spec['securityContext'];
+  if (sc === undefined || sc === null) return { sysctls: null, flags };
+  if (!isObject(sc))
+    throw new KubenodeTypeError(`spec.securityContext must be an object, got ${describe(sc)}`);
+  const list = sc['sysctls'];
+  if (list === undefined || list === null) return { sysctls: null, flags };
+  if (!Array.isArray(list)) {
+    throw new KubenodeTypeError(`spec.securityContext.sysctls must be an array, got ${describe(list)}`);
+  }
+  return { sysctls: list as V1Sysctl[], flags };
+}
+
+/** The name of sysctl `i`; throws on non-string names. */
+export function sysctlName(s: unknown, i: number): string {
+  if (!isObject(s)) {
+    throw new KubenodeTypeError(`spec.securityContext.sysctls[${i}] must be an object, got ${describe(s)}`);
+  }
+  const n = s['name'];
+  if (typeof n === 'string') return n;
+  if (n === undefined || n === null) return '';
+  throw new KubenodeTypeError(`spec.securityContext.sysctls[${i}].name must be a string, got ${describe(n)}`);
+}
+
+/** The value of sysctl `i` as text (IntOrString); missing reads as "". */
+export function sysctlValue(s: V1Sysctl, i: number): string {
+  const v = s.value;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (v === undefined || v === null) return '';
+  throw new KubenodeTypeError(
+    `spec.securityContext.sysctls[${i}].value must be a string or number, got ${describe(v)}`,
+  );
+}
+
+export function sysctlNames(list: V1Sysctl[]): string[] {
+  const out = new Array<string>(list.length);
+  for (let i = 0; i < list.length; i++) out[i] = sysctlName(list[i], i);
+  return out;
+}
