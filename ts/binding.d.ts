@@ -77,6 +77,21 @@ export declare class SysctlAllowlist {
 }
 export type JsSysctlAllowlist = SysctlAllowlist
 
+/** One user-namespace manager (empty until `open`). */
+export declare class UsernsCore {
+  constructor()
+  /** Checks the configuration, takes the lock and restores every pod's file. */
+  open(config: UsernsConfig): Promise<UsernsOutcome>
+  getOrCreate(podUid: string): Promise<UsernsOutcome>
+  release(podUid: string): Promise<UsernsOutcome>
+  cleanup(pods: Array<string>, runningPods: Array<string>): Promise<UsernsOutcome>
+  /** Every allocation, sorted by pod UID (waits for a running task). */
+  allocations(): Array<UsernsAllocation>
+  get isOpen(): boolean
+  /** Drops the manager and its lock. */
+  close(): void
+}
+
 export interface BitmapOptions {
   /** `"random-scan"` (default) or `"contiguous-scan"`. */
   strategy?: string
@@ -344,3 +359,106 @@ export interface SysctlTaskError {
  * 4 AllowNamespacedSysctlsForHostNetAndHostIPC.
  */
 export declare function sysctlValidate(names: Array<string>, path: string, flags: number): Array<SysctlFieldError>
+
+export interface UsernsAllocation {
+  pod: string
+  hostId: number
+  length: number
+}
+
+export interface UsernsConfig {
+  podsDir: string
+  idsPerPod: number
+  firstId: number
+  length: number
+  maxPods: number
+  /** Seed of the bitmap's random scan (tests). */
+  seed?: number
+  /** Take the pods-directory lock (default true). */
+  lock?: boolean
+}
+
+/** The exact bytes the kubelet writes for a range. */
+export declare function usernsEncodeFile(hostId: number, length: number): string
+
+export interface UsernsIdMapping {
+  hostId: number
+  containerId: number
+  length: number
+}
+
+/** Upstream's configuration checks alone (no files): the slot layout or the error. */
+export declare function usernsLayout(idsPerPod: number, firstId: number, length: number, maxPods: number): UsernsLayout
+
+export interface UsernsLayout {
+  idsPerPod: number
+  off: number
+  slots: number
+}
+
+/** Reads every pod's `userns` file without locking or changing anything. */
+export declare function usernsList(podsDir: string): Promise<UsernsListOutcome>
+
+export interface UsernsListedPod {
+  pod: string
+  hostId?: number
+  length?: number
+  error?: string
+}
+
+export interface UsernsListOutcome {
+  pods: Array<UsernsListedPod>
+  error?: UsernsTaskError
+}
+
+export interface UsernsOutcome {
+  uids: Array<UsernsIdMapping>
+  gids: Array<UsernsIdMapping>
+  restored: number
+  staleTempFilesRemoved: number
+  error?: UsernsTaskError
+}
+
+/** Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text. */
+export declare function usernsParseFile(content: Uint8Array): Array<number>
+
+export interface UsernsTaskError {
+  /** `ERR_KUBENODE_*`. */
+  code: string
+  /**
+   * `config`, `parse`, `conflict`, `exhausted`, `locked`, `invalid-pod-uid`, `io`,
+   * `permission` or `unsupported`.
+   */
+  kind: string
+  message: string
+}
+
+/** Kubelet config validation of `userNamespaces.idsPerPod`. */
+export declare function usernsValidateIdsPerPod(v: number): number
+
+/** Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs). */
+export declare function usernsVerifyMapping(hostId: number, length: number): Promise<UsernsVerifyOutcome>
+
+export interface UsernsVerifyOutcome {
+  report?: UsernsVerifyReport
+  error?: UsernsTaskError
+}
+
+/** Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping. */
+export declare function usernsVerifyPod(podsDir: string, podUid: string): Promise<UsernsVerifyOutcome>
+
+export interface UsernsVerifyReport {
+  pod?: string
+  hostId: number
+  length: number
+  pid: number
+  insideUid: number
+  insideGid: number
+  outsideUid: number
+  outsideGid: number
+  fileUid: number
+  fileGid: number
+  uidMap: string
+  gidMap: string
+  ok: boolean
+}

@@ -7,3 +7,4 @@ mod convert;
 mod errors;
 mod servicecidr;
 mod sysctl;
+mod userns;

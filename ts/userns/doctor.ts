@@ -1,0 +1,48 @@
+// `kubenode doctor` section: the ID pool the kubelet would use on this node and how many pods
+// it fits at the default idsPerPod and maxPods.
+import type { DoctorCheck, DoctorSection } from '../doctor.js';
+import { layout } from './files.js';
+import { DEFAULT_IDS_PER_POD, DEFAULT_MAX_PODS } from './manager.js';
+import { resolveKubeletMappings } from './subids.js';
+
+export async function usernsPoolSection(): Promise<DoctorSection> {
+  const checks: DoctorCheck[] = [];
+  try {
+    const pool = await resolveKubeletMappings({ idsPerPod: DEFAULT_IDS_PER_POD });
+    const last = pool.firstId + pool.length - 1;
+    checks.push({
+      name: 'kubelet ID pool',
+      status: 'ok',
+      value: `${pool.firstId}-${last} (${pool.length} IDs)`,
+      detail: pool.source === 'getsubids' ? 'from getsubids kubelet' : 'default pool: no kubelet account',
+    });
+    try {
+      const l = layout(DEFAULT_IDS_PER_POD, pool.firstId, pool.length, DEFAULT_MAX_PODS);
+      checks.push({
+        name: 'pods that fit',
+        status: 'ok',
+        value: l.slots,
+        detail: `${DEFAULT_IDS_PER_POD} IDs per pod, maxPods ${DEFAULT_MAX_PODS}`,
+      });
+      if (last >= 0xffffffff) {
+        checks.push({
+          name: 'last range',
+          status: 'warn',
+          value: `${last - DEFAULT_IDS_PER_POD + 1}-${last}`,
+          detail:
+            'includes ID 4294967295, which the kernel cannot map; a pod given it never starts (kubernetes#139916)',
+        });
+      }
+    } catch (e) {
+      checks.push({ name: 'pods that fit', status: 'warn', value: 0, detail: (e as Error).message });
+    }
+  } catch (e) {
+    checks.push({
+      name: 'kubelet ID pool',
+      status: 'warn',
+      value: null,
+      detail: `kubelet mappings: ${(e as Error).message}`,
+    });
+  }
+  return { section: 'user namespace pool', checks };
+}

@@ -1,0 +1,57 @@
+// Read-only views of a pods directory and the kubelet's `userns` file format.
+import { assertInteger, assertString, awaitNative, callNative } from '../errors.js';
+import { native } from '../native.js';
+import { fromTask } from './errors.js';
+
+export interface ListedPod {
+  pod: string;
+  hostId: number | null;
+  length: number | null;
+  /** Upstream's parse error for a bad file. */
+  error: string | null;
+}
+
+/** Every pod with a `userns` file, sorted by UID, without locking or changing anything. */
+export async function listPods(podsDir: string): Promise<ListedPod[]> {
+  assertString('podsDir', podsDir);
+  const o = await awaitNative(native.usernsList(podsDir));
+  if (o.error) throw fromTask(o.error);
+  return o.pods.map((p) => ({
+    pod: p.pod,
+    hostId: p.hostId ?? null,
+    length: p.length ?? null,
+    error: p.error ?? null,
+  }));
+}
+
+/** The exact bytes the kubelet writes for a range (Go `json.Marshal`). */
+export function encodeFile(hostId: number, length: number): string {
+  assertInteger('hostId', hostId, 0, 0xffffffff);
+  assertInteger('length', length, 0, 0xffffffff);
+  return native.usernsEncodeFile(hostId, length);
+}
+
+/** Upstream's decode and checks on a file's content; throws upstream's text. */
+export function parseFile(content: Uint8Array | string): { hostId: number; length: number } {
+  const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+  const [hostId = 0, length = 0] = callNative(() => native.usernsParseFile(bytes));
+  return { hostId, length };
+}
+
+/** Upstream's configuration checks alone: slots and offset, or the error. */
+export function layout(
+  idsPerPod: number,
+  firstId: number,
+  length: number,
+  maxPods: number,
+): { idsPerPod: number; off: number; slots: number } {
+  for (const [n, v] of [
+    ['idsPerPod', idsPerPod],
+    ['firstId', firstId],
+    ['length', length],
+    ['maxPods', maxPods],
+  ] as const) {
+    assertInteger(n, v, 0, 0xffffffff);
+  }
+  return callNative(() => native.usernsLayout(idsPerPod, firstId, length, maxPods));
+}

@@ -1,0 +1,26 @@
+// User-namespace manager (kubelet pkg/kubelet/userns) with kubelet-compatible per-pod files.
+export { UsernsError, type UsernsErrorKind } from './errors.js';
+export { encodeFile, type ListedPod, layout, listPods, parseFile } from './files.js';
+export {
+  type Allocation,
+  DEFAULT_IDS_PER_POD,
+  DEFAULT_MAX_PODS,
+  FEATURE_GATE,
+  type HandlerSupport,
+  type IdMapping,
+  type PodLike,
+  type RunningPodLike,
+  type UserNamespace,
+  UserNsManager,
+  type UserNsManagerOptions,
+} from './manager.js';
+export {
+  accountExists,
+  defaultPool,
+  type IdPool,
+  lookPath,
+  parseGetSubIdsOutput,
+  type ResolveOptions,
+  resolveKubeletMappings,
+} from './subids.js';
+export { type VerifyReport, verifyMapping, verifyRange } from './verify.js';

@@ -1,0 +1,254 @@
+// The kubelet's user-namespace manager (pkg/kubelet/userns). Allocation state, files, restore
+// and cleanup live in Rust (kubenode-userns); this class resolves configuration, applies the
+// checks upstream makes before taking its lock (feature gate, hostUsers, runtime handler), and
+// turns results into CRI `UserNamespace` messages. One native call per operation.
+import type { UsernsCore, UsernsOutcome } from '../binding.js';
+import {
+  assertInteger,
+  assertString,
+  awaitNative,
+  callNative,
+  KubenodeError,
+  KubenodeTypeError,
+} from '../errors.js';
+import { native } from '../native.js';
+import { fromTask, UsernsError } from './errors.js';
+import { type IdPool, resolveKubeletMappings } from './subids.js';
+
+export const DEFAULT_IDS_PER_POD = 65536;
+export const DEFAULT_MAX_PODS = 110;
+export const FEATURE_GATE = 'UserNamespacesSupport';
+
+/** CRI `IDMapping`. */
+export interface IdMapping {
+  hostId: number;
+  containerId: number;
+  length: number;
+}
+
+/** CRI `UserNamespace`; only NODE and POD are used for user namespaces. */
+export interface UserNamespace {
+  mode: 'NODE' | 'POD';
+  uids: IdMapping[];
+  gids: IdMapping[];
+}
+
+/** The parts of a v1.Pod the manager reads. */
+export interface PodLike {
+  metadata?: { uid?: string | null } | null;
+  spec?: { hostUsers?: boolean | null } | null;
+}
+
+/** A running pod as the runtime reports it (kubecontainer.Pod), or its ID. */
+export type RunningPodLike = { id: string } | string;
+
+export interface Allocation {
+  pod: string;
+  hostId: number;
+  length: number;
+}
+
+export type HandlerSupport = boolean | ((handler: string) => boolean | Promise<boolean>);
+
+export interface UserNsManagerOptions {
+  /** The kubelet pods directory (`<root>/pods`). */
+  podsDir: string;
+  /** `userNamespaces.idsPerPod` (default 65536). */
+  idsPerPod?: number;
+  /** Kubelet `maxPods` (default 110). */
+  maxPods?: number;
+  /** The ID pool; resolved like the kubelet (getsubids / default pool) when omitted. */
+  mappings?: { firstId: number; length: number };
+  /** `UserNamespacesSupport` (default true: GA and locked on in 1.36). */
+  featureGateEnabled?: boolean;
+  /** Whether the runtime handler supports user namespaces (default true). A function may
+   * throw, as the kubelet's lookup does (`the handler "x" is not known`). */
+  runtimeHandlerSupportsUserns?: HandlerSupport;
+  /** Seed of the bitmap's random scan, for reproducible tests. */
+  seed?: number;
+}
+
+function outcomeOrThrow(o: UsernsOutcome): UsernsOutcome {
+  if (o.error) throw fromTask(o.error);
+  return o;
+}
+
+function podUidOf(pod: PodLike): string {
+  const uid = pod.metadata?.uid;
+  if (typeof uid !== 'string') {
+    throw new KubenodeTypeError('pod.metadata.uid must be a string');
+  }
+  return uid;
+}
+
+export class UserNsManager {
+  readonly podsDir: string;
+  readonly idsPerPod: number;
+  readonly maxPods: number;
+  /** False when the feature gate is off: upstream then has no manager at all. */
+  readonly enabled: boolean;
+  /** The pool in use (null when disabled). */
+  readonly pool: IdPool | null;
+  /** Pods whose file was restored at creation. */
+  readonly restored: number;
+  /** Temp files of ours a crash had left behind, removed at creation. */
+  readonly staleTempFilesRemoved: number;
+  readonly #core: UsernsCore | null;
+  readonly #handlerSupport: HandlerSupport;
+
+  private constructor(
+    opts: Required<Pick<UserNsManagerOptions, 'podsDir' | 'idsPerPod' | 'maxPods'>>,
+    core: UsernsCore | null,
+    pool: IdPool | null,
+    handlerSupport: HandlerSupport,
+    outcome: UsernsOutcome | null,
+  ) {
+    this.podsDir = opts.podsDir;
+    this.idsPerPod = opts.idsPerPod;
+    this.maxPods = opts.maxPods;
+    this.enabled = core !== null;
+    this.pool = pool;
+    this.#core = core;
+    this.#handlerSupport = handlerSupport;
+    this.restored = outcome?.restored ?? 0;
+    this.staleTempFilesRemoved = outcome?.staleTempFilesRemoved ?? 0;
+  }
+
+  /** `MakeUserNsManager`: validation, pool resolution, checks, lock, restore of every file. */
+  static async create(options: UserNsManagerOptions): Promise<UserNsManager> {
+    if (options === null || typeof options !== 'object') {
+      throw new KubenodeTypeError('options must be an object');
+    }
+    const podsDir = assertString('podsDir', options.podsDir);
+    if (podsDir === '') throw new KubenodeTypeError('podsDir must not be empty');
+    // Kubelet configuration validation runs before the manager exists.
+    const idsPerPod =
+      options.idsPerPod === undefined
+        ? DEFAULT_IDS_PER_POD
+        : callNative(() =>
+            native.usernsValidateIdsPerPod(assertInteger('idsPerPod', options.idsPerPod, -(2 ** 53))),
+          );
+    const maxPods = assertInteger('maxPods', options.maxPods ?? DEFAULT_MAX_PODS, 0, 0xffffffff);
+    const gate = options.featureGateEnabled ?? true;
+    const handlerSupport = options.runtimeHandlerSupportsUserns ?? true;
+    if (typeof handlerSupport !== 'boolean' && typeof handlerSupport !== 'function') {
+      throw new KubenodeTypeError('runtimeHandlerSupportsUserns must be a boolean or a function');
+    }
+    const base = { podsDir, idsPerPod, maxPods };
+    if (!gate) return new UserNsManager(base, null, null, handlerSupport, null);
+
+    let pool: IdPool;
+    if (options.mappings !== undefined) {
+      const m = options.mappings;
+      if (m === null || typeof m !== 'object')
+        throw new KubenodeTypeError('mappings must be { firstId, length }');
+      pool = {
+        firstId: assertInteger('mappings.firstId', m.firstId, 0, 0xffffffff),
+        length: assertInteger('mappings.length', m.length, 0, 0xffffffff),
+        source: 'default',
+      };
+    } else {
+      try {
+        pool = await resolveKubeletMappings({ idsPerPod, featureGateEnabled: gate });
+      } catch (e) {
+        const msg = `kubelet mappings: ${(e as Error).message}`;
+        throw e instanceof KubenodeError
+          ? new UsernsError(e.code, 'config', msg, { cause: e })
+          : new UsernsError('ERR_KUBENODE_IO', 'io', msg, { cause: e });
+      }
+    }
+    if (options.seed !== undefined) assertInteger('seed', options.seed);
+    const core = new native.UsernsCore();
+    const outcome = outcomeOrThrow(
+      await awaitNative(
+        callNative(() =>
+          core.open({
+            podsDir,
+            idsPerPod,
+            firstId: pool.firstId,
+            length: pool.length,
+            maxPods,
+            seed: options.seed,
+            lock: true,
+          }),
+        ),
+      ),
+    );
+    return new UserNsManager(base, core, pool, handlerSupport, outcome);
+  }
+
+  async #handlerSupports(handler: string): Promise<void> {
+    let supported = false;
+    let cause: unknown = null;
+    try {
+      const h = this.#handlerSupport;
+      supported = typeof h === 'function' ? await h(handler) : h;
+    } catch (e) {
+      cause = e;
+    }
+    if (cause === null && supported === true) return;
+    let msg =
+      handler === ''
+        ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+        : `can't set \`spec.hostUsers: false\`, RuntimeClass handler "${handler}" does not support user namespaces`;
+    if (cause !== null) msg += `: ${cause instanceof Error ? cause.message : String(cause)}`;
+    throw new UsernsError('ERR_KUBENODE_UNSUPPORTED', 'unsupported', msg, { cause });
+  }
+
+  /** `GetOrCreateUserNamespaceMappings`: null only when the gate is off and hostUsers unset. */
+  async getOrCreateUserNamespaceMappings(
+    pod: PodLike | null | undefined,
+    runtimeHandler = '',
+  ): Promise<UserNamespace | null> {
+    assertString('runtimeHandler', runtimeHandler);
+    const hostUsers = pod?.spec?.hostUsers;
+    if (pod === null || pod === undefined || hostUsers === undefined || hostUsers === null) {
+      return this.enabled ? { mode: 'NODE', uids: [], gids: [] } : null;
+    }
+    if (typeof hostUsers !== 'boolean') throw new KubenodeTypeError('pod.spec.hostUsers must be a boolean');
+    if (!this.enabled) {
+      throw new UsernsError(
+        'ERR_KUBENODE_UNSUPPORTED',
+        'unsupported',
+        `the feature gate "${FEATURE_GATE}" is disabled: can't set spec.HostUsers`,
+      );
+    }
+    if (hostUsers) return { mode: 'NODE', uids: [], gids: [] };
+    const uid = podUidOf(pod);
+    await this.#handlerSupports(runtimeHandler);
+    const core = this.#core as UsernsCore;
+    const o = outcomeOrThrow(await awaitNative(core.getOrCreate(uid)));
+    return { mode: 'POD', uids: o.uids, gids: o.gids };
+  }
+
+  /** `Release`: frees the pod's range and removes its file; unknown pods are a no-op. */
+  async release(podUid: string): Promise<void> {
+    assertString('podUid', podUid);
+    if (!this.#core) return;
+    outcomeOrThrow(await awaitNative(this.#core.release(podUid)));
+  }
+
+  /** `CleanupOrphanedPodUsernsAllocations`. */
+  async cleanupOrphanedPodUsernsAllocations(
+    pods: ReadonlyArray<PodLike | string>,
+    runningPods: ReadonlyArray<RunningPodLike>,
+  ): Promise<void> {
+    if (!Array.isArray(pods) || !Array.isArray(runningPods)) {
+      throw new KubenodeTypeError('pods and runningPods must be arrays');
+    }
+    const known = pods.map((p) => (typeof p === 'string' ? p : String(p?.metadata?.uid ?? '')));
+    const running = runningPods.map((p) => (typeof p === 'string' ? p : String(p?.id ?? '')));
+    if (!this.#core) return;
+    outcomeOrThrow(await awaitNative(this.#core.cleanup(known, running)));
+  }
+
+  /** Every allocation, sorted by pod UID. */
+  allocations(): Allocation[] {
+    return this.#core ? this.#core.allocations() : [];
+  }
+
+  /** Releases the pods-directory lock; the manager is unusable afterwards. */
+  close(): void {
+    this.#core?.close();
+  }
+}

@@ -1,0 +1,141 @@
+// Where the kubelet's ID pool comes from (pkg/kubelet/kubelet_pods.go getKubeletMappings): the
+// default pool [idsPerPod, 2^32), unless a `kubelet` account exists, in which case `getsubids`
+// must report one identical range for UIDs and GIDs. Order and texts follow upstream.
+import { execFile } from 'node:child_process';
+import { access, constants, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { UsernsError } from './errors.js';
+
+export const KUBELET_USER = 'kubelet';
+
+export interface IdPool {
+  firstId: number;
+  length: number;
+  /** `default` (no kubelet account, or gate off) or `getsubids`. */
+  source: 'default' | 'getsubids';
+}
+
+/** Default pool: first ID `idsPerPod`, length `2^32 - idsPerPod`. */
+export function defaultPool(idsPerPod: number): IdPool {
+  return { firstId: idsPerPod, length: 2 ** 32 - idsPerPod, source: 'default' };
+}
+
+/** Go's `%q` for the strings these errors quote. */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0) ?? 0;
+    if (ch === '"' || ch === '\\') out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\t') out += '\\t';
+    else if (ch === '\r') out += '\\r';
+    else if (c === 7) out += '\\a';
+    else if (c === 8) out += '\\b';
+    else if (c === 0x0c) out += '\\f';
+    else if (c === 0x0b) out += '\\v';
+    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+/** Go's `strconv.ParseUint(s, 10, 32)`, with its error texts. */
+function parseUint32(s: string): number {
+  if (!/^[0-9]+$/.test(s)) throw new Error(`strconv.ParseUint: parsing ${goQuote(s)}: invalid syntax`);
+  const v = Number(s);
+  if (v > 0xffffffff) throw new Error(`strconv.ParseUint: parsing ${goQuote(s)}: value out of range`);
+  return v;
+}
+
+function configError(message: string): UsernsError {
+  return new UsernsError('ERR_KUBENODE_INVALID_ARG', 'config', message);
+}
+
+/** Upstream's `parseGetSubIdsOutput`: exactly one line of 4 fields; returns `[start, count]`. */
+export function parseGetSubIdsOutput(input: string): [number, number] {
+  const lines = input.replace(/^\n+|\n+$/g, '').split('\n');
+  if (lines.length !== 1) {
+    throw configError(`error parsing line ${goQuote(input)}: it must contain only one line`);
+  }
+  // strings.Fields: split on Unicode white space.
+  const parts = (lines[0] ?? '').split(/[\s\u0085\u00a0]+/u).filter((p) => p !== '');
+  if (parts.length !== 4) throw configError(`invalid line ${goQuote(input)}`);
+  const num = (s: string): number => {
+    try {
+      return parseUint32(s);
+    } catch (e) {
+      throw configError(`error parsing line ${goQuote(input)}: ${(e as Error).message}`);
+    }
+  };
+  return [num(parts[2] ?? ''), num(parts[3] ?? '')];
+}
+
+export interface ResolveOptions {
+  idsPerPod: number;
+  featureGateEnabled?: boolean;
+  /** PATH to search (default: process.env.PATH). */
+  pathEnv?: string;
+  /** Account name (default `kubelet`); tests use another. */
+  user?: string;
+}
+
+function run(file: string, args: string[]): Promise<{ stdout: string; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { encoding: 'utf8' }, (err, stdout) => {
+      if (err && typeof (err as { code?: unknown }).code !== 'number') {
+        reject(err);
+        return;
+      }
+      resolve({ stdout, code: err ? ((err as { code?: number }).code ?? 1) : 0 });
+    });
+  });
+}
+
+/** Go's `exec.LookPath`: the first executable regular file named `name` on PATH. */
+export async function lookPath(name: string, pathEnv = process.env.PATH ?? ''): Promise<string | null> {
+  for (const dir of pathEnv.split(path.delimiter)) {
+    const p = path.join(dir === '' ? '.' : dir, name);
+    try {
+      await access(p, constants.X_OK);
+      return p;
+    } catch {}
+  }
+  return null;
+}
+
+/** Whether the account exists: `getent passwd` (NSS) when available, else /etc/passwd. */
+export async function accountExists(user: string, pathEnv?: string): Promise<boolean> {
+  const getent = await lookPath('getent', pathEnv);
+  if (getent) {
+    const r = await run(getent, ['passwd', user]);
+    if (r.code === 0) return true;
+    if (r.code === 2) return false;
+    throw new Error(`user: lookup username ${user}: getent exited with status ${r.code}`);
+  }
+  const passwd = await readFile('/etc/passwd', 'utf8').catch(() => '');
+  return passwd.split('\n').some((l) => l.split(':')[0] === user);
+}
+
+/** The kubelet's `getKubeletMappings`. Errors carry upstream's text (without the
+ * `kubelet mappings: ` prefix, which the manager adds). */
+export async function resolveKubeletMappings(opts: ResolveOptions): Promise<IdPool> {
+  const { idsPerPod, featureGateEnabled = true, pathEnv, user = KUBELET_USER } = opts;
+  if (!featureGateEnabled) return defaultPool(idsPerPod);
+  if (!(await accountExists(user, pathEnv))) return defaultPool(idsPerPod);
+  const cmd = await lookPath('getsubids', pathEnv);
+  if (cmd === null) {
+    // Upstream's fallback tests os.IsNotExist, which exec.ErrNotFound does not match: with a
+    // kubelet account, a missing getsubids is fatal.
+    throw configError('exec: "getsubids": executable file not found in $PATH');
+  }
+  const uids = await run(cmd, [user]);
+  if (uids.code !== 0) {
+    throw configError(`error retrieving additional uids for user ${goQuote(user)}: exit status ${uids.code}`);
+  }
+  const gids = await run(cmd, ['-g', user]);
+  if (gids.code !== 0) throw configError(`error retrieving additional gids for user ${goQuote(user)}`);
+  if (uids.stdout !== gids.stdout)
+    throw configError(`mismatched subuids and subgids for user ${goQuote(user)}`);
+  const [firstId, length] = parseGetSubIdsOutput(uids.stdout);
+  return { firstId, length, source: 'getsubids' };
+}
