@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { registerDoctor } from './doctor.js';
 import { CliExit } from './output.js';
+import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
 
 export function buildProgram(): Command {
@@ -11,6 +12,7 @@ export function buildProgram(): Command {
     .description('Kubernetes node primitives: sysctl admission, user namespaces, conntrack, ServiceCIDRs');
   program.showHelpAfterError();
   registerDoctor(program);
+  registerServicecidr(program);
   registerSysctl(program);
   return program;
 }

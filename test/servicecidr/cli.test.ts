@@ -1,0 +1,87 @@
+// `kubenode servicecidr-controller` as a process: runs against the real API server, serves
+// metrics, exits cleanly on SIGTERM, and reports configuration errors clearly.
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiServer, startApiServer } from '../support/apiserver.js';
+import { apis, createCIDR, waitFor, waitReady } from './helpers.js';
+
+const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+let api: ApiServer;
+
+beforeAll(async () => {
+  api = await startApiServer();
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+describe('kubenode servicecidr-controller', () => {
+  it('reconciles, serves metrics and stops cleanly on SIGTERM', async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child = spawn(
+      tsx,
+      [
+        main,
+        'servicecidr-controller',
+        '--kubeconfig',
+        api.kubeconfigFile,
+        '--workers',
+        '2',
+        '--leader-elect',
+        '--metrics-addr',
+        `127.0.0.1:${port}`,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      const { net } = apis(api.kubeConfig);
+      await createCIDR(net, 'cli-a', ['10.250.0.0/24']);
+      await waitReady(net, 'cli-a', 60_000);
+      const metrics = await waitFor('metrics', async () => {
+        const r = await fetch(`http://127.0.0.1:${port}/metrics`);
+        const t = await r.text();
+        return t.includes('workqueue_adds_total{name="ipaddresses"}') && t;
+      });
+      expect(metrics).toMatch(/workqueue_work_duration_seconds_count\{name="ipaddresses"\} [1-9]/);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('"Starting" controller="service-cidr-controller"');
+    expect(stderr).toContain('"Shutting down" controller="service-cidr-controller"');
+    expect(stderr).toContain('successfully acquired lease');
+  }, 120_000);
+
+  it('rejects a missing or broken kubeconfig with exit code 2', () => {
+    const missing = spawnSync(
+      tsx,
+      [main, 'servicecidr-controller', '--kubeconfig', '/nonexistent/kubeconfig'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/cannot load kubeconfig \/nonexistent\/kubeconfig/);
+    const bad = join(tmpdir(), `kubenode-bad-kubeconfig-${process.pid}`);
+    writeFileSync(bad, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+    const empty = spawnSync(tsx, [main, 'servicecidr-controller', '--kubeconfig', bad], { encoding: 'utf8' });
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toMatch(/no current cluster with a server/);
+    const workers = spawnSync(tsx, [main, 'servicecidr-controller', '--kubeconfig', bad, '--workers', '0'], {
+      encoding: 'utf8',
+    });
+    expect(workers.status).toBe(2);
+    expect(workers.stderr).toMatch(/--workers must be a positive integer/);
+  });
+});
