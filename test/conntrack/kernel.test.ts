@@ -1,0 +1,265 @@
+// Real kernel: nftables DNAT rules make UDP services in a throwaway namespace, real UDP traffic
+// creates the conntrack entries, and `conntrack -L` checks what the cleanup left.
+import { spawnSync } from 'node:child_process';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conntrack, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
+import { type CtEntry, netnsExists, TestNetns } from './netns.js';
+
+const EP = ['10.244.0.1', '10.244.0.2', '10.244.0.3'];
+const FRONTENDS: [string, number][] = [
+  ['10.96.0.10', 53], // ClusterIP
+  ['192.0.2.10', 53], // external IP
+  ['198.51.100.10', 53], // load-balancer IP
+  ['10.0.0.1', 30053], // NodePort on the node's address
+];
+const sport = (fi: number, ei: number) => 40000 + fi * 10 + ei;
+
+const dns = (endpoints: conntrack.EndpointEntry[]) => ({
+  services: [
+    {
+      name: 'kube-system/dns:dns',
+      protocol: 'UDP' as const,
+      clusterIP: '10.96.0.10',
+      port: 53,
+      nodePort: 30053,
+      externalIPs: ['192.0.2.10', '2001:db8::99'],
+      loadBalancerIPs: ['198.51.100.10'],
+    },
+    { name: 'default/other:udp', protocol: 'UDP' as const, clusterIP: '10.96.0.20', port: 53 },
+    { name: 'default/web:http', protocol: 'TCP' as const, clusterIP: '10.96.0.30', port: 53 },
+  ],
+  endpoints: {
+    'kube-system/dns:dns': endpoints,
+    'default/other:udp': [{ ip: '10.244.0.9', port: 53, serving: true }],
+    'default/web:http': [{ ip: '10.244.0.7', port: 53, serving: true }],
+  },
+});
+
+const key = (e: CtEntry) => `${e.origDst}:${e.dport} ${e.sport} -> ${e.replySrc}:${e.replySport}`;
+
+describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
+  let ns: TestNetns;
+  let ct: conntrack.Conntrack;
+
+  beforeAll(async () => {
+    ns = new TestNetns();
+    const rules: string[] = [];
+    FRONTENDS.forEach(([ip, port], fi) => {
+      EP.forEach((ep, ei) => {
+        rules.push(`ip daddr ${ip} udp dport ${port} udp sport ${sport(fi, ei)} dnat to ${ep}:5353`);
+      });
+    });
+    rules.push('ip daddr 10.96.0.20 udp dport 53 dnat to 10.244.0.9:53');
+    const rules6 = [
+      'ip6 daddr fd00:96::a udp dport 53 udp sport 50000 dnat to [fd00:244::1]:5353',
+      'ip6 daddr fd00:96::a udp dport 53 udp sport 50001 dnat to [fd00:244::2]:5353',
+      'ip6 daddr 2001:db8::10 udp dport 53 udp sport 50002 dnat to [fd00:244::1]:5353',
+      'ip6 daddr 2001:db8::10 udp dport 53 udp sport 50003 dnat to [fd00:244::2]:5353',
+    ];
+    const table = (fam: string, name: string, body: string[]) =>
+      `table ${fam} ${name} {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${body.join('\n  ')}\n }\n}\n`;
+    ns.nft(table('ip', 'kn', rules) + table('ip6', 'kn6', rules6));
+    ct = await conntrack.Conntrack.open({ netns: ns.path });
+  });
+
+  afterAll(() => {
+    ct?.close();
+    const name = ns?.name;
+    ns?.destroy();
+    if (name) expect(netnsExists(name)).toBe(false);
+  });
+
+  function sendAll(): void {
+    const sends: [number, string, number][] = [];
+    FRONTENDS.forEach(([ip, port], fi) => {
+      EP.forEach((_, ei) => {
+        sends.push([sport(fi, ei), ip, port]);
+      });
+    });
+    sends.push([41000, '10.96.0.20', 53], [41001, '10.96.0.20', 53]); // other service, healthy
+    sends.push([42000, '203.0.113.5', 9999]); // unrelated
+    sends.push([42001, '10.96.0.10', 54]); // the VIP, another port: no service
+    sends.push([42002, '10.96.0.10', 53]); // the VIP, no DNAT rule for this source: stale
+    sends.push([42003, '10.96.0.30', 53]); // a TCP service's VIP: UDP flows there are not its own
+    ns.sendUdp(sends);
+  }
+
+  it('sees the DNATed flows the traffic created', async () => {
+    sendAll();
+    const l = ns.conntrackL('ipv4');
+    expect(l).toHaveLength(18);
+    const mine = await ct.listEntries('IPv4', { protocol: 'udp' });
+    expect(mine).toHaveLength(18);
+    const f = mine.find((x) => x.forward.srcPort === sport(0, 1));
+    expect(f).toMatchObject({
+      protocol: 17,
+      forward: { dstIP: '10.96.0.10', dstPort: 53 },
+      reverse: { srcIP: '10.244.0.2', srcPort: 5353, dstIP: '10.0.0.1' },
+      zone: 0,
+    });
+    expect(f?.id).toBeTypeOf('number');
+    const vip = await ct.listEntries('IPv4', { protocol: 'udp', dstIP: '10.96.0.10', dstPort: 53 });
+    expect(vip).toHaveLength(4);
+  });
+
+  it('skips a service with no serving endpoints', async () => {
+    const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: false })));
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics: null });
+    expect(r).toMatchObject({ listed: 18, stale: 0, deleted: 0, partial: false });
+    expect(ns.conntrackL('ipv4')).toHaveLength(18);
+  });
+
+  it('dry run selects without deleting', async () => {
+    const { services, endpoints } = dns([
+      { ip: EP[0] as string, port: 5353, serving: true },
+      { ip: EP[2] as string, port: 5353, serving: false },
+    ]);
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, {
+      dryRun: true,
+      metrics: null,
+    });
+    expect(r).toMatchObject({ stale: 9, deleted: 0 });
+    expect(ns.conntrackL('ipv4')).toHaveLength(18);
+  });
+
+  it('deletes exactly the stale flows (removed and non-serving endpoints, every frontend)', async () => {
+    const before = ns.conntrackL('ipv4');
+    const { services, endpoints } = dns([
+      { ip: EP[0] as string, port: 5353, serving: true },
+      { ip: EP[2] as string, port: 5353, serving: false }, // terminating: not serving
+    ]);
+    const registry = new Registry();
+    const metrics = conntrack.conntrackMetrics(registry);
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
+    expect(r).toMatchObject({ listed: 18, stale: 9, deleted: 9, failed: 0, partial: false, attempts: 1 });
+    const after = ns.conntrackL('ipv4');
+    const gone = before.filter((b) => !after.some((a) => key(a) === key(b)));
+    const expectGone = [
+      ...FRONTENDS.flatMap(([ip, port], fi) => [
+        `${ip}:${port} ${sport(fi, 1)} -> 10.244.0.2:5353`,
+        `${ip}:${port} ${sport(fi, 2)} -> 10.244.0.3:5353`,
+      ]),
+      '10.96.0.10:53 42002 -> 10.96.0.10:53',
+    ];
+    expect(gone.map(key).sort()).toEqual(expectGone.sort());
+    expect(after).toHaveLength(9);
+    const text = await registry.metrics();
+    expect(text).toContain('kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family="IPv4"} 9');
+    expect(text).toContain('kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 1');
+    expect(text).toContain(
+      'kubeproxy_conntrack_reconciler_sync_duration_seconds_bucket{le="16.384",ip_family="IPv4"} 1',
+    );
+    expect(text).toContain(
+      '# HELP kubeproxy_conntrack_reconciler_sync_duration_seconds [ALPHA] ReconcileConntrackFlowsLatency latency in seconds',
+    );
+
+    // A second pass finds nothing; the counter series stays, +0.
+    const again = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
+    expect(again).toMatchObject({ stale: 0, deleted: 0 });
+    expect(await registry.metrics()).toContain('sync_duration_seconds_count{ip_family="IPv4"} 2');
+  });
+
+  it('IPv6: ClusterIP and LB flows to a removed endpoint go, others stay', async () => {
+    ns.sendUdp([
+      [50000, 'fd00:96::a', 53],
+      [50001, 'fd00:96::a', 53],
+      [50002, '2001:db8::10', 53],
+      [50003, '2001:db8::10', 53],
+    ]);
+    expect(ns.conntrackL('ipv6')).toHaveLength(4);
+    const services: conntrack.ServiceEntry[] = [
+      {
+        name: 'default/dns6',
+        protocol: 'UDP',
+        clusterIP: 'fd00:96::a',
+        port: 53,
+        loadBalancerIPs: ['2001:db8::10', '198.51.100.10'],
+      },
+    ];
+    const endpoints = { 'default/dns6': [{ ip: 'fd00:244::1', port: 5353, serving: true }] };
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv6', services, endpoints, { metrics: null });
+    expect(r).toMatchObject({ listed: 4, stale: 2, deleted: 2 });
+    const left = ns.conntrackL('ipv6');
+    expect(left.map((e) => e.replySrc)).toEqual(['fd00:244::1', 'fd00:244::1']);
+    // The IPv4 table is untouched by an IPv6 pass.
+    expect(ns.conntrackL('ipv4')).toHaveLength(9);
+  });
+
+  it('an interrupted dump is retried, then used partially, and still observed', async () => {
+    const registry = new Registry();
+    const metrics = conntrack.conntrackMetrics(registry);
+    ct.injectFaults({ dumpIntr: 10 });
+    const { services, endpoints } = dns([{ ip: '10.244.0.1', port: 5353, serving: true }]);
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
+    ct.injectFaults({});
+    expect(r).toMatchObject({ partial: true, attempts: 5, listed: 9 });
+    expect(await registry.metrics()).toContain('sync_duration_seconds_count{ip_family="IPv4"} 1');
+    const l = await ct.list('IPv4', {});
+    expect(l.partial).toBe(false);
+  });
+
+  it('deleteEntries: ENOENT counts as deleted; a bad flow fails alone', async () => {
+    const flows = await ct.listEntries('IPv4', { protocol: 'udp', dstIP: '10.96.0.20', dstPort: 53 });
+    expect(flows).toHaveLength(2);
+    expect(await ct.deleteEntries('IPv4', flows)).toBe(2);
+    expect(await ct.delete('IPv4', flows)).toMatchObject({ deleted: 2, notFound: 2, failed: 0 });
+    await expect(ct.deleteEntries('IPv6', flows)).rejects.toBeInstanceOf(KubenodeTypeError);
+  });
+
+  it('rejects bad tables with typed errors before any netlink work', async () => {
+    const base = dns([{ ip: '10.244.0.1', port: 5353, serving: true }]);
+    const bad = (patch: object, eps = base.endpoints) =>
+      conntrack.cleanStaleEntries(
+        ct,
+        'IPv4',
+        [{ ...base.services[0], ...patch } as conntrack.ServiceEntry],
+        eps,
+        {
+          metrics: null,
+        },
+      );
+    await expect(bad({ clusterIP: '10.96.0.300' })).rejects.toThrow(/invalid IP address "10.96.0.300"/);
+    await expect(bad({ clusterIP: 'fd00::10' })).rejects.toBeInstanceOf(conntrack.ConntrackFamilyError);
+    await expect(bad({ port: 70000 })).rejects.toBeInstanceOf(KubenodeRangeError);
+    await expect(bad({ nodePort: 1.5 })).rejects.toBeInstanceOf(KubenodeTypeError);
+    await expect(bad({ protocol: 'udp' })).rejects.toThrow(/protocol must be TCP, UDP or SCTP/);
+    await expect(bad({ externalIPs: ['nope'] })).rejects.toThrow(/externalIPs\[0\]: invalid IP address/);
+    await expect(
+      bad({}, { 'kube-system/dns:dns': [{ ip: 'fd00::1', port: 53, serving: true }] } as never),
+    ).rejects.toBeInstanceOf(conntrack.ConntrackFamilyError);
+    await expect(bad({}, { 'kube-system/dns:dns': [{ ip: '10.0.0.1', port: 53 }] } as never)).rejects.toThrow(
+      /serving must be a boolean/,
+    );
+    await expect(conntrack.cleanStaleEntries(ct, 'ipv4' as never, [], {})).rejects.toThrow(/family must be/);
+  });
+
+  it('a closed handle fails clearly', async () => {
+    const c = await conntrack.Conntrack.open({ netns: ns.path });
+    c.close();
+    await expect(c.listEntries('IPv4')).rejects.toThrow(/closed/);
+  });
+});
+
+describe('conntrack errors outside the happy path', () => {
+  it('no CAP_NET_ADMIN gives a permission error', () => {
+    const bin = new URL('../../prebuilds/linux-x64/kubenode.glibc.node', import.meta.url).pathname;
+    const script = `const b = require(${JSON.stringify(bin)});
+      b.Conntrack.open().list('IPv4').then((o) => console.log(JSON.stringify(o.error ?? null)));`;
+    const r = spawnSync(
+      'setpriv',
+      ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', process.execPath, '-e', script],
+      { encoding: 'utf8' },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const err = JSON.parse(r.stdout) as { code: string; message: string };
+    expect(err.code).toBe('ERR_KUBENODE_PERMISSION');
+    expect(err.message).toMatch(/CAP_NET_ADMIN/);
+  });
+
+  it('a missing namespace is a clear error', async () => {
+    await expect(conntrack.Conntrack.open({ netns: '/var/run/netns/does-not-exist-kn' })).rejects.toThrow(
+      /does-not-exist-kn/,
+    );
+  });
+});
