@@ -1,5 +1,6 @@
 // The `kubenode` command. Each subcommand lives in its own module and registers itself here.
 import { Command } from 'commander';
+import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
 import { CliExit } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
@@ -11,6 +12,7 @@ export function buildProgram(): Command {
     .name('kubenode')
     .description('Kubernetes node primitives: sysctl admission, user namespaces, conntrack, ServiceCIDRs');
   program.showHelpAfterError();
+  registerConntrack(program);
   registerDoctor(program);
   registerServicecidr(program);
   registerSysctl(program);

@@ -1,0 +1,187 @@
+// `kubenode conntrack list|clean|reconcile`.
+import { readFile } from 'node:fs/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Command } from 'commander';
+import YAML from 'yaml';
+import { conntrack } from '../index.js';
+import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
+
+function family(v: string | undefined): conntrack.IPFamily {
+  const f = (v ?? 'ipv4').toLowerCase();
+  if (f === 'ipv4' || f === '4') return 'IPv4';
+  if (f === 'ipv6' || f === '6') return 'IPv6';
+  process.stderr.write(`kubenode: unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)\n`);
+  throw new CliExit(2);
+}
+
+async function readTable(path: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    process.stderr.write(`kubenode: cannot read ${what} file ${path}: ${(e as Error).message}\n`);
+    throw new CliExit(2);
+  }
+  try {
+    return YAML.parse(text);
+  } catch (e) {
+    process.stderr.write(`kubenode: ${what} file ${path} is not valid JSON/YAML: ${(e as Error).message}\n`);
+    throw new CliExit(2);
+  }
+}
+
+const PROTO_NAMES: Record<number, string> = { 6: 'tcp', 17: 'udp', 132: 'sctp', 1: 'icmp', 58: 'icmpv6' };
+
+function fmtFlow(f: conntrack.Flow): string {
+  const p = PROTO_NAMES[f.protocol] ?? String(f.protocol);
+  const t = (x: conntrack.FlowTuple) => `src=${x.srcIP} dst=${x.dstIP} sport=${x.srcPort} dport=${x.dstPort}`;
+  const zone = f.zone ? ` zone=${f.zone}` : '';
+  return `${p.padEnd(6)} ${f.timeout} ${t(f.forward)} ${t(f.reverse)} mark=${f.mark}${zone} id=${f.id ?? '-'}`;
+}
+
+/** A one-line progress bar on stderr for long passes (TTY only). */
+function progressBar(ct: conntrack.Conntrack): () => void {
+  if (!process.stderr.isTTY) return () => {};
+  let shown = false;
+  const timer = setInterval(() => {
+    const p = ct.progress();
+    if (p.phase === 'idle' || (!shown && p.listed < 50_000)) return;
+    shown = true;
+    const line =
+      p.phase === 'listing'
+        ? `listing… ${p.listed.toLocaleString()} entries`
+        : `deleting ${p.stale.toLocaleString()} stale entries…`;
+    process.stderr.write(`\r\x1b[K${line}`);
+  }, 100);
+  return () => {
+    clearInterval(timer);
+    if (shown) process.stderr.write('\r\x1b[K');
+  };
+}
+
+export function registerConntrack(program: Command): void {
+  const ct = program
+    .command('conntrack')
+    .description('conntrack table: list, stale UDP flow cleanup, reconciler');
+
+  addOutputOption(
+    ct
+      .command('list')
+      .description('list conntrack entries (like conntrack -L)')
+      .option('-p, --protocol <proto>', 'udp, tcp, sctp or a protocol number')
+      .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
+      .option('--dst <ip>', 'original destination IP (needs -p)')
+      .option('--dport <port>', 'original destination port (needs -p)')
+      .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
+  ).action(
+    async (o: {
+      protocol?: string;
+      family?: string;
+      dst?: string;
+      dport?: string;
+      netns?: string;
+      output?: string;
+    }) => {
+      const fmt = outputFormat(o);
+      const fam = family(o.family);
+      const handle = await conntrack.Conntrack.open(o.netns ? { netns: o.netns } : {});
+      try {
+        const proto = o.protocol && /^\d+$/.test(o.protocol) ? Number(o.protocol) : o.protocol;
+        const r = await handle.list(fam, {
+          ...(proto !== undefined ? { protocol: proto as conntrack.ListOptions['protocol'] } : {}),
+          ...(o.dst ? { dstIP: o.dst } : {}),
+          ...(o.dport ? { dstPort: Number(o.dport) } : {}),
+        });
+        if (fmt === 'json') printJson(r);
+        else {
+          for (const f of r.flows) process.stdout.write(`${fmtFlow(f)}\n`);
+          process.stderr.write(
+            `kubenode: ${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}\n`,
+          );
+        }
+      } finally {
+        handle.close();
+      }
+    },
+  );
+
+  addOutputOption(
+    ct
+      .command('clean')
+      .description("delete stale UDP entries with kube-proxy's rules (CleanStaleEntries)")
+      .requiredOption(
+        '--services <file>',
+        'JSON/YAML list of { name, protocol, clusterIP, port, nodePort?, externalIPs?, loadBalancerIPs? }',
+      )
+      .requiredOption('--endpoints <file>', 'JSON/YAML map { serviceName: [{ ip, port, serving }] }')
+      .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
+      .option('--dry-run', 'select but do not delete')
+      .option('--netns <path>', 'network namespace file'),
+  ).action(
+    async (o: {
+      services: string;
+      endpoints: string;
+      family?: string;
+      dryRun?: boolean;
+      netns?: string;
+      output?: string;
+    }) => {
+      const fmt = outputFormat(o);
+      const fam = family(o.family);
+      const services = (await readTable(o.services, 'services')) as conntrack.ServiceEntry[];
+      const endpoints = (await readTable(o.endpoints, 'endpoints')) as conntrack.EndpointsTable;
+      const handle = await conntrack.Conntrack.open(o.netns ? { netns: o.netns } : {});
+      const stop = progressBar(handle);
+      try {
+        const r = await conntrack.cleanStaleEntries(handle, fam, services, endpoints, {
+          dryRun: o.dryRun ?? false,
+          metrics: null,
+        });
+        stop();
+        if (fmt === 'json') printJson(r);
+        else {
+          const verb = o.dryRun ? 'would delete' : 'deleted';
+          process.stdout.write(
+            `listed ${r.listed}, stale ${r.stale}, ${verb} ${o.dryRun ? r.stale : r.deleted}` +
+              `${r.notFound ? ` (${r.notFound} already gone)` : ''}${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}` +
+              `${r.partial ? ' [partial listing]' : ''} in ${r.seconds.toFixed(3)}s\n`,
+          );
+        }
+        if (r.failed > 0) process.exitCode = 1;
+      } finally {
+        stop();
+        handle.close();
+      }
+    },
+  );
+
+  ct.command('reconcile')
+    .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
+    .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster')
+    .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
+    .option('--dry-run', 'select but do not delete')
+    .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
+    .action(async (o: { kubeconfig: string; family?: string; dryRun?: boolean; minSyncPeriod?: string }) => {
+      const kc = new KubeConfig();
+      kc.loadFromFile(o.kubeconfig);
+      const families: conntrack.IPFamily[] =
+        o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
+      const r = new conntrack.StaleFlowReconciler(kc, {
+        families,
+        dryRun: o.dryRun ?? false,
+        minSyncPeriodMs: Number(o.minSyncPeriod ?? 1000),
+        onSync: (fam, res) =>
+          process.stdout.write(
+            `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+          ),
+        onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
+      });
+      await r.start();
+      await new Promise<void>((resolve) => {
+        const done = () => resolve();
+        process.once('SIGINT', done);
+        process.once('SIGTERM', done);
+      });
+      await r.stop();
+    });
+}
