@@ -40,7 +40,11 @@ impl JsAllocationBitmap {
     #[napi(constructor)]
     pub fn new(max: f64, range_spec: String, options: Option<BitmapOptions>) -> Result<Self> {
         let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
-        let opts = options.unwrap_or(BitmapOptions { strategy: None, offset: None, seed: None });
+        let opts = options.unwrap_or(BitmapOptions {
+            strategy: None,
+            offset: None,
+            seed: None,
+        });
         let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
             "random-scan" => {
                 let offset = match opts.offset {
@@ -53,7 +57,9 @@ impl JsAllocationBitmap {
             other => {
                 return Err(err(
                     Code::InvalidArg,
-                    format!("strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"),
+                    format!(
+                        "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
+                    ),
                 ))
             }
         };
@@ -126,7 +132,10 @@ impl JsAllocationBitmap {
     #[napi]
     pub fn snapshot(&self) -> BitmapSnapshot {
         let (range, data) = self.inner.snapshot();
-        BitmapSnapshot { range, data: data.into() }
+        BitmapSnapshot {
+            range,
+            data: data.into(),
+        }
     }
 
     #[napi]

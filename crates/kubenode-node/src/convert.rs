@@ -6,10 +6,16 @@ use crate::errors::{err, Code, Result};
 /// A non-negative integer no larger than `limit`.
 pub fn index(what: &str, v: f64, limit: u64) -> Result<u64> {
     if !v.is_finite() || v.fract() != 0.0 {
-        return Err(err(Code::InvalidArg, format!("{what} must be an integer, got {v}")));
+        return Err(err(
+            Code::InvalidArg,
+            format!("{what} must be an integer, got {v}"),
+        ));
     }
     if v < 0.0 || v > limit as f64 {
-        return Err(err(Code::OutOfRange, format!("{what} must be in [0, {limit}], got {v}")));
+        return Err(err(
+            Code::OutOfRange,
+            format!("{what} must be in [0, {limit}], got {v}"),
+        ));
     }
     Ok(v as u64)
 }
@@ -17,7 +23,10 @@ pub fn index(what: &str, v: f64, limit: u64) -> Result<u64> {
 /// Any integer (sign kept), for upstream calls whose error text includes a negative value.
 pub fn integer(what: &str, v: f64) -> Result<i64> {
     if !v.is_finite() || v.fract() != 0.0 || v.abs() > 9_007_199_254_740_991.0 {
-        return Err(err(Code::InvalidArg, format!("{what} must be a safe integer, got {v}")));
+        return Err(err(
+            Code::InvalidArg,
+            format!("{what} must be a safe integer, got {v}"),
+        ));
     }
     Ok(v as i64)
 }
