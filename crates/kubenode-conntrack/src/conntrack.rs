@@ -287,6 +287,32 @@ impl Conntrack {
         }
     }
 
+    /// A dump that reads every datagram but parses nothing beyond the message headers needed
+    /// to find its end: the floor any listing pays. Returns (bytes, recvs).
+    pub fn dump_raw(&mut self, family: Family, filter: &DumpFilter) -> Result<(u64, u64)> {
+        const OP: &str = "dump conntrack table";
+        filter.validate(family)?;
+        let seq = self.next_seq();
+        self.out.clear();
+        encode_dump(&mut self.out, family, filter, seq);
+        self.sock.send(&self.out.buf)?;
+        let (mut bytes, mut recvs) = (0u64, 0u64);
+        loop {
+            let n = match self.sock.recv(&mut self.rbuf, false) {
+                Ok(Some(n)) => n,
+                Ok(None) => continue,
+                Err(e) => return Err(from_io(OP, e)),
+            };
+            bytes += n as u64;
+            recvs += 1;
+            let data = self.rbuf.get(..n).unwrap_or(&[]);
+            if Msgs::new(data).any(|m| matches!(m, Ok(m) if m.seq == seq && (m.ty == NLMSG_DONE || m.ty == NLMSG_ERROR)))
+            {
+                return Ok((bytes, recvs));
+            }
+        }
+    }
+
     /// Deletes `flows` by exact original tuple and zone, each guarded by its `CTA_ID` when
     /// known, many per `sendmsg`. ENOENT is reported as `not_found`.
     pub fn delete(&mut self, family: Family, flows: &[Flow]) -> Result<BatchReport> {

@@ -1,0 +1,142 @@
+//! Benchmark helper: fills a namespace's conntrack table with synthetic DNATed UDP flows
+//! (batched `IPCTNL_MSG_CT_NEW`) and measures the floor (a bare filtered dump plus batched
+//! deletes of the known stale tuples).
+//!
+//! ```text
+//! ct-bench fill  NETNS FLOWS SERVICES ENDPOINTS [--stale-only]
+//! ct-bench floor NETNS FLOWS SERVICES ENDPOINTS
+//! ```
+//! Flow k goes to service k % S (VIP 10.96.0.(s+1):53) and is answered by endpoint
+//! (k / S) % E (10.244.s.(e+1):5353). The last endpoint of each service is the one the
+//! benchmark removes, so 1/E of the flows are stale.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use kubenode_conntrack::{Conntrack, DumpFilter, Family, Flow, Tuple, IPPROTO_UDP};
+
+fn flow(k: u32, s: u32, e: u32) -> Flow {
+    let svc = k % s;
+    let ep = (k / s) % e;
+    let client = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 1, 0, 0)) + k / 50_000);
+    let sport = 1024 + (k % 50_000) as u16;
+    let vip = Ipv4Addr::new(10, 96, (svc / 250) as u8, (svc % 250 + 1) as u8);
+    let backend = Ipv4Addr::new(10, 244, svc as u8, (ep + 1) as u8);
+    Flow {
+        orig: Tuple {
+            src: Some(IpAddr::V4(client)),
+            dst: Some(IpAddr::V4(vip)),
+            proto: IPPROTO_UDP,
+            src_port: sport,
+            dst_port: 53,
+        },
+        reply: Tuple {
+            src: Some(IpAddr::V4(backend)),
+            dst: Some(IpAddr::V4(client)),
+            proto: IPPROTO_UDP,
+            src_port: 5353,
+            dst_port: sport,
+        },
+        timeout: 3600,
+        ..Default::default()
+    }
+}
+
+fn is_stale(k: u32, s: u32, e: u32) -> bool {
+    (k / s) % e == e - 1
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: ct-bench fill|floor NETNS FLOWS SERVICES ENDPOINTS [--stale-only]");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, cmd, netns, n, s, e, rest @ ..] = args.as_slice() else {
+        return usage();
+    };
+    let (Ok(n), Ok(s), Ok(e)) = (n.parse::<u32>(), s.parse::<u32>(), e.parse::<u32>()) else {
+        return usage();
+    };
+    if s == 0 || e == 0 || s > 250 {
+        return usage();
+    }
+    let stale_only = rest.iter().any(|a| a == "--stale-only");
+    let mut ct = match Conntrack::open_in_netns(netns) {
+        Ok(c) => c,
+        Err(err) => {
+            eprintln!("ct-bench: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let t = Instant::now();
+    let result = match cmd.as_str() {
+        "fill" => {
+            let mut created = 0u64;
+            let mut failed = 0u64;
+            let mut chunk = Vec::with_capacity(65_536);
+            let mut k = 0;
+            while k < n {
+                chunk.clear();
+                while k < n && chunk.len() < 65_536 {
+                    if !stale_only || is_stale(k, s, e) {
+                        chunk.push(flow(k, s, e));
+                    }
+                    k += 1;
+                }
+                match ct.create(Family::V4, &chunk) {
+                    Ok(r) => {
+                        created += r.ok;
+                        failed += r.failed + r.not_found;
+                    }
+                    Err(err) => {
+                        eprintln!("ct-bench: {err}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            format!(
+                r#"{{"created":{created},"failed":{failed},"seconds":{}}}"#,
+                t.elapsed().as_secs_f64()
+            )
+        }
+        "floor" => {
+            let filter = DumpFilter {
+                proto: Some(IPPROTO_UDP),
+                ..Default::default()
+            };
+            let (bytes, recvs) = match ct.dump_raw(Family::V4, &filter) {
+                Ok(v) => v,
+                Err(err) => {
+                    eprintln!("ct-bench: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let dump = t.elapsed().as_secs_f64();
+            let stale: Vec<Flow> = (0..n)
+                .filter(|&k| is_stale(k, s, e))
+                .map(|k| flow(k, s, e))
+                .collect();
+            let t2 = Instant::now();
+            let r = match ct.delete(Family::V4, &stale) {
+                Ok(r) => r,
+                Err(err) => {
+                    eprintln!("ct-bench: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            format!(
+                r#"{{"dumpSeconds":{dump},"deleteSeconds":{},"seconds":{},"bytes":{bytes},"recvs":{recvs},"deleted":{},"sendmsgs":{}}}"#,
+                t2.elapsed().as_secs_f64(),
+                t.elapsed().as_secs_f64(),
+                r.deleted(),
+                r.sendmsgs
+            )
+        }
+        _ => return usage(),
+    };
+    println!("{result}");
+    ExitCode::SUCCESS
+}
