@@ -1,0 +1,93 @@
+// Table building from Service/EndpointSlice objects and the ConntrackCleanupRequired gate.
+// (The informer wiring itself is not yet exercised against the real API server.)
+import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { conntrack } from '../../ts/index.js';
+
+const svc: V1Service = {
+  metadata: { namespace: 'kube-system', name: 'dns' },
+  spec: {
+    type: 'LoadBalancer',
+    clusterIPs: ['10.96.0.10', 'fd00::10'],
+    externalIPs: ['192.0.2.1', '2001:db8::1'],
+    ports: [{ name: 'dns', protocol: 'UDP', port: 53, nodePort: 30053 }],
+  },
+  status: { loadBalancer: { ingress: [{ ip: '198.51.100.1' }, { ip: '198.51.100.2', ipMode: 'Proxy' }] } },
+};
+
+const slice = (
+  family: 'IPv4' | 'IPv6',
+  eps: [string, boolean | undefined][],
+  protocol = 'UDP',
+): V1EndpointSlice => ({
+  metadata: {
+    namespace: 'kube-system',
+    name: `dns-${family}`,
+    labels: { 'kubernetes.io/service-name': 'dns' },
+  },
+  addressType: family,
+  ports: [{ name: 'dns', protocol, port: 5353 }],
+  endpoints: eps.map(([ip, serving]) => ({
+    addresses: [ip],
+    conditions: serving === undefined ? {} : { serving },
+  })),
+});
+
+describe('k8s tables', () => {
+  it('builds per-family service ports like the proxier', () => {
+    expect(conntrack.serviceEntries(svc, 'IPv4')).toEqual([
+      {
+        name: 'kube-system/dns:dns',
+        protocol: 'UDP',
+        clusterIP: '10.96.0.10',
+        port: 53,
+        nodePort: 30053,
+        externalIPs: ['192.0.2.1'],
+        loadBalancerIPs: ['198.51.100.1'],
+      },
+    ]);
+    expect(conntrack.serviceEntries(svc, 'IPv6')[0]?.clusterIP).toBe('fd00::10');
+    expect(conntrack.serviceEntries({ ...svc, spec: { ...svc.spec, clusterIPs: ['None'] } }, 'IPv4')).toEqual(
+      [],
+    );
+  });
+
+  it('serving nil counts as true; other families are ignored', () => {
+    const t = conntrack.endpointsTable(
+      [
+        slice('IPv4', [
+          ['10.244.0.1', undefined],
+          ['10.244.0.2', false],
+        ]),
+        slice('IPv6', [['fd00::5', true]]),
+      ],
+      'IPv4',
+    );
+    expect(t).toEqual({
+      'kube-system/dns:dns': [
+        { ip: '10.244.0.1', port: 5353, serving: true },
+        { ip: '10.244.0.2', port: 5353, serving: false },
+      ],
+    });
+  });
+});
+
+describe('CleanupGate (ConntrackCleanupRequired)', () => {
+  it('first sync runs when any UDP endpoints exist', () => {
+    expect(new conntrack.CleanupGate().take(() => false, true)).toBe(true);
+    expect(new conntrack.CleanupGate().take(() => false, false)).toBe(false);
+  });
+
+  it('later syncs run only for changed services with UDP ports before or after', () => {
+    const g = new conntrack.CleanupGate();
+    g.take(() => false, false);
+    expect(g.take(() => true, true)).toBe(false); // nothing changed
+    g.markChanged('default/web', false);
+    expect(g.take(() => false, true)).toBe(false); // a TCP-only service changed
+    g.markChanged('kube-system/dns', false);
+    expect(g.take((s) => s === 'kube-system/dns', true)).toBe(true); // UDP now
+    g.markChanged('kube-system/dns', true);
+    expect(g.take(() => false, false)).toBe(true); // UDP before (all endpoints removed)
+    expect(g.pending).toBe(0);
+  });
+});
