@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { nativePath } from './native.js';
 import { sysctlSection } from './sysctl/doctor.js';
+import { usernsPoolSection } from './userns/doctor.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'missing';
 
@@ -108,6 +109,7 @@ export async function collect(): Promise<DoctorReport> {
     userNamespaces(),
     conntrack(),
     sysctlSection(),
+    usernsPoolSection(),
   ]);
   return { sections };
 }

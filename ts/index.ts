@@ -5,6 +5,7 @@ export * as conntrack from './conntrack/index.js';
 export * as doctor from './doctor.js';
 export * as servicecidr from './servicecidr/index.js';
 export * as sysctl from './sysctl/index.js';
+export * as userns from './userns/index.js';
 export {
   isKubenodeError,
   KubenodeError,

@@ -5,6 +5,7 @@ import { registerDoctor } from './doctor.js';
 import { CliExit } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
+import { registerUserns } from './userns.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   registerDoctor(program);
   registerServicecidr(program);
   registerSysctl(program);
+  registerUserns(program);
   return program;
 }
 
