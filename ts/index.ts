@@ -3,9 +3,6 @@ export * as admission from './admission/index.js';
 export * as bitmap from './bitmap.js';
 export * as conntrack from './conntrack/index.js';
 export * as doctor from './doctor.js';
-export * as servicecidr from './servicecidr/index.js';
-export * as sysctl from './sysctl/index.js';
-export * as userns from './userns/index.js';
 export {
   isKubenodeError,
   KubenodeError,
@@ -14,3 +11,6 @@ export {
   KubenodeTypeError,
 } from './errors.js';
 export { nativePath } from './native.js';
+export * as servicecidr from './servicecidr/index.js';
+export * as sysctl from './sysctl/index.js';
+export * as userns from './userns/index.js';

@@ -204,12 +204,27 @@ describe('PodAdmitChain', () => {
     const seen: string[] = [];
     const chain = new admission.PodAdmitChain([
       allow,
-      { name: 'async-ok', admit: async () => (seen.push('async-ok'), { admit: true }) },
+      {
+        name: 'async-ok',
+        admit: async () => {
+          seen.push('async-ok');
+          return { admit: true };
+        },
+      },
       {
         name: 'deny',
-        admit: () => (seen.push('deny'), { admit: false, reason: 'OutOfPods', message: 'full' }),
+        admit: () => {
+          seen.push('deny');
+          return { admit: false, reason: 'OutOfPods', message: 'full' };
+        },
       },
-      { name: 'never', admit: () => (seen.push('never'), { admit: true }) },
+      {
+        name: 'never',
+        admit: () => {
+          seen.push('never');
+          return { admit: true };
+        },
+      },
     ]);
     expect(chain.handlers).toEqual(['sysctl', 'async-ok', 'deny', 'never']);
     expect(await chain.admit({ pod: pod(['kernel.shm_rmid_forced']) })).toEqual({
