@@ -161,27 +161,41 @@ export function registerConntrack(program: Command): void {
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
     .option('--dry-run', 'select but do not delete')
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
-    .action(async (o: { kubeconfig: string; family?: string; dryRun?: boolean; minSyncPeriod?: string }) => {
-      const kc = new KubeConfig();
-      kc.loadFromFile(o.kubeconfig);
-      const families: conntrack.IPFamily[] =
-        o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
-      const r = new conntrack.StaleFlowReconciler(kc, {
-        families,
-        dryRun: o.dryRun ?? false,
-        minSyncPeriodMs: Number(o.minSyncPeriod ?? 1000),
-        onSync: (fam, res) =>
-          process.stdout.write(
-            `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
-          ),
-        onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
-      });
-      await r.start();
-      await new Promise<void>((resolve) => {
-        const done = () => resolve();
-        process.once('SIGINT', done);
-        process.once('SIGTERM', done);
-      });
-      await r.stop();
-    });
+    .option('--netns <path>', 'network namespace file whose conntrack table to clean')
+    .action(
+      async (o: {
+        kubeconfig: string;
+        family?: string;
+        dryRun?: boolean;
+        minSyncPeriod?: string;
+        netns?: string;
+      }) => {
+        const kc = new KubeConfig();
+        kc.loadFromFile(o.kubeconfig);
+        const families: conntrack.IPFamily[] =
+          o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
+        // The API server is reached from this process's namespace; only the conntrack socket
+        // lives in --netns.
+        const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+        const r = new conntrack.StaleFlowReconciler(kc, {
+          families,
+          ...(handle ? { conntrack: handle } : {}),
+          dryRun: o.dryRun ?? false,
+          minSyncPeriodMs: Number(o.minSyncPeriod ?? 1000),
+          onSync: (fam, res) =>
+            process.stdout.write(
+              `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+            ),
+          onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
+        });
+        await r.start();
+        await new Promise<void>((resolve) => {
+          const done = () => resolve();
+          process.once('SIGINT', done);
+          process.once('SIGTERM', done);
+        });
+        await r.stop();
+        handle?.close();
+      },
+    );
 }

@@ -108,6 +108,8 @@ export class StaleFlowReconciler {
     this.#services.on('update', () => this.#schedule());
     this.#services.on('delete', () => this.#schedule());
     const onError = (err: unknown) => {
+      // stop() aborts the watches; that abort is not an error to report.
+      if (this.#stopped) return;
       this.#opts.onError?.(err);
       // Informers stop on error; restart them after a pause, as client-go's reflector does.
       if (!this.#stopped) setTimeout(() => void this.#restart(), 1000).unref();

@@ -1,0 +1,282 @@
+// StaleFlowReconciler end to end: Services and EndpointSlices live in a real kube-apiserver,
+// nftables DNATs the ClusterIPs to endpoint IPs in a throwaway namespace, real UDP makes the
+// conntrack entries, and `conntrack -L` checks what each pass removed. The same scenario runs
+// through `kubenode conntrack reconcile` as a child process.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import {
+  CoreV1Api,
+  DiscoveryV1Api,
+  type V1Endpoint,
+  type V1EndpointSlice,
+  type V1Service,
+} from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conntrack } from '../../ts/index.js';
+import { type ApiServer, startApiServer } from '../support/apiserver.js';
+import { type CtEntry, netnsExists, TestNetns } from './netns.js';
+
+const NS = 'default';
+// From the fixture's --service-cluster-ip-range 10.96.0.0/28 (10.96.0.1 is `kubernetes`).
+const DNS_VIP = '10.96.0.10';
+const OTHER_VIP = '10.96.0.11';
+const WEB_VIP = '10.96.0.12';
+const EP = ['10.244.0.1', '10.244.0.2', '10.244.0.3'];
+const OTHER_EP = '10.244.0.9';
+
+const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+
+let api: ApiServer;
+let ns: TestNetns;
+let core: CoreV1Api;
+let disc: DiscoveryV1Api;
+
+function service(name: string, clusterIP: string, protocol: 'UDP' | 'TCP', port: number): V1Service {
+  return {
+    metadata: { name, namespace: NS },
+    spec: { clusterIP, clusterIPs: [clusterIP], ports: [{ name: 'p', protocol, port }] },
+  };
+}
+
+const ep = (ip: string, serving = true): V1Endpoint => ({
+  addresses: [ip],
+  conditions: { ready: serving, serving, terminating: !serving },
+});
+
+function slice(svc: string, protocol: 'UDP' | 'TCP', port: number, endpoints: V1Endpoint[]): V1EndpointSlice {
+  return {
+    metadata: { name: `${svc}-1`, namespace: NS, labels: { 'kubernetes.io/service-name': svc } },
+    addressType: 'IPv4',
+    ports: [{ name: 'p', protocol, port }],
+    endpoints,
+  };
+}
+
+/** Read-modify-write of an EndpointSlice (keeps resourceVersion for optimistic concurrency). */
+async function updateSlice(name: string, mutate: (s: V1EndpointSlice) => void): Promise<void> {
+  const cur = await disc.readNamespacedEndpointSlice({ name, namespace: NS });
+  mutate(cur);
+  await disc.replaceNamespacedEndpointSlice({ name, namespace: NS, body: cur });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitUntil<T>(what: string, f: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = f();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+// The DNS VIP maps source port 4000i to EP[i-1] so each flow's endpoint is known in advance;
+// any other source port to the VIP is not DNATed (a flow straight to the VIP: stale).
+const flowKey = (e: CtEntry) => `${e.origDst}:${e.dport} ${e.sport} -> ${e.replySrc}`;
+const udpFlows = () => ns.conntrackL('ipv4').map(flowKey).sort();
+
+beforeAll(async () => {
+  ns = new TestNetns();
+  // Unreplied UDP entries live 30 s by default; the scenario needs them longer.
+  ns.exec('sh', ['-c', 'echo 600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
+  const rules = [
+    ...EP.map((ip, i) => `ip daddr ${DNS_VIP} udp dport 53 udp sport ${40001 + i} dnat to ${ip}:5353`),
+    `ip daddr ${OTHER_VIP} udp dport 53 dnat to ${OTHER_EP}:53`,
+  ];
+  ns.nft(
+    `table ip kn {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${rules.join('\n  ')}\n }\n}\n`,
+  );
+  api = await startApiServer();
+  core = api.kubeConfig.makeApiClient(CoreV1Api);
+  disc = api.kubeConfig.makeApiClient(DiscoveryV1Api);
+  await core.createNamespacedService({ namespace: NS, body: service('dns', DNS_VIP, 'UDP', 53) });
+  await core.createNamespacedService({ namespace: NS, body: service('other', OTHER_VIP, 'UDP', 53) });
+  await disc.createNamespacedEndpointSlice({
+    namespace: NS,
+    body: slice(
+      'dns',
+      'UDP',
+      5353,
+      EP.map((ip) => ep(ip)),
+    ),
+  });
+  await disc.createNamespacedEndpointSlice({
+    namespace: NS,
+    body: slice('other', 'UDP', 53, [ep(OTHER_EP)]),
+  });
+});
+
+afterAll(async () => {
+  try {
+    await api?.stop();
+  } finally {
+    const name = ns?.name;
+    ns?.destroy();
+    if (name) expect(netnsExists(name)).toBe(false);
+  }
+});
+
+describe('StaleFlowReconciler against a real kube-apiserver', () => {
+  it('first pass, gating of unrelated changes, and exactly the stale flows of a changed UDP service', async () => {
+    ns.sendUdp([
+      [40001, DNS_VIP, 53],
+      [40002, DNS_VIP, 53],
+      [40003, DNS_VIP, 53],
+      [42002, DNS_VIP, 53], // not DNATed: a flow to the VIP itself
+      [41000, OTHER_VIP, 53],
+      [41001, OTHER_VIP, 53],
+    ]);
+    expect(udpFlows()).toHaveLength(6);
+
+    const registry = new Registry();
+    const metrics = conntrack.conntrackMetrics(registry);
+    const handle = await conntrack.Conntrack.open({ netns: ns.path });
+    const passes: { family: conntrack.IPFamily; result: conntrack.CleanResult }[] = [];
+    const errors: unknown[] = [];
+    const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
+      conntrack: handle,
+      metrics,
+      minSyncPeriodMs: 200,
+      onSync: (family, result) => passes.push({ family, result }),
+      onError: (e) => errors.push(e),
+    });
+    const deletedTotal = async () => {
+      const m = (await registry.metrics()).match(
+        /^kubeproxy_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} (\d+)$/m,
+      );
+      return m ? Number(m[1]) : undefined;
+    };
+    try {
+      await r.start();
+      // First sync: UDP endpoints exist, so one IPv4 pass; no IPv6 endpoints, so no IPv6 pass.
+      await waitUntil('the first pass', () => passes.length >= 1);
+      await r.flush();
+      expect(passes.map((p) => p.family)).toEqual(['IPv4']);
+      expect(passes[0]?.result).toMatchObject({ listed: 6, stale: 1, deleted: 1, failed: 0 });
+      expect(udpFlows()).not.toContain(`${DNS_VIP}:53 42002 -> ${DNS_VIP}`);
+      expect(udpFlows()).toHaveLength(5);
+      expect(await deletedTotal()).toBe(1);
+
+      // Unrelated changes: a TCP service with its slice (created, then its endpoints changed),
+      // and a label on the UDP Service object (not its endpoints). Upstream's
+      // ConntrackCleanupRequired is false for all of them.
+      await core.createNamespacedService({ namespace: NS, body: service('web', WEB_VIP, 'TCP', 80) });
+      await disc.createNamespacedEndpointSlice({
+        namespace: NS,
+        body: slice('web', 'TCP', 8080, [ep('10.244.0.7')]),
+      });
+      await updateSlice('web-1', (s) => {
+        s.endpoints = [ep('10.244.0.7'), ep('10.244.0.8')];
+      });
+      const dnsSvc = await core.readNamespacedService({ name: 'dns', namespace: NS });
+      dnsSvc.metadata = { ...dnsSvc.metadata, labels: { tier: 'infra' } };
+      await core.replaceNamespacedService({ name: 'dns', namespace: NS, body: dnsSvc });
+      // Let the watch events arrive and several sync periods pass.
+      await sleep(2500);
+      await r.flush();
+      expect(passes).toHaveLength(1);
+
+      // The UDP service loses EP[1] and EP[2] stops serving: one pass deletes exactly their
+      // flows; the other service's flows and EP[0]'s stay.
+      await updateSlice('dns-1', (s) => {
+        s.endpoints = [ep(EP[0] as string), ep(EP[2] as string, false)];
+      });
+      await waitUntil('the cleanup pass', () => passes.length >= 2);
+      await r.flush();
+      expect(passes).toHaveLength(2);
+      expect(passes[1]).toMatchObject({ family: 'IPv4', result: { listed: 5, stale: 2, deleted: 2 } });
+      expect(udpFlows()).toEqual(
+        [
+          `${DNS_VIP}:53 40001 -> ${EP[0]}`,
+          `${OTHER_VIP}:53 41000 -> ${OTHER_EP}`,
+          `${OTHER_VIP}:53 41001 -> ${OTHER_EP}`,
+        ].sort(),
+      );
+      expect(await deletedTotal()).toBe(3);
+      expect(await registry.metrics()).toContain(
+        'kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 2',
+      );
+
+      // Removing every endpoint still counts (the service had UDP endpoints before), but a
+      // service without serving endpoints is skipped, as upstream does: nothing is deleted.
+      await disc.deleteNamespacedEndpointSlice({ name: 'dns-1', namespace: NS });
+      await waitUntil('the pass after the slice was deleted', () => passes.length >= 3);
+      await r.flush();
+      expect(passes[2]?.result).toMatchObject({ stale: 0, deleted: 0 });
+      expect(udpFlows()).toHaveLength(3);
+      expect(await deletedTotal()).toBe(3);
+    } finally {
+      await r.stop();
+      handle.close();
+    }
+    // Including the watches that stop() aborted.
+    expect(errors).toEqual([]);
+  }, 90_000);
+});
+
+describe('kubenode conntrack reconcile', () => {
+  it('runs passes against the API server in the given namespace and exits 0 on SIGTERM', async () => {
+    await disc.createNamespacedEndpointSlice({
+      namespace: NS,
+      body: slice(
+        'dns',
+        'UDP',
+        5353,
+        EP.map((ip) => ep(ip)),
+      ),
+    });
+    ns.sendUdp([
+      [40002, DNS_VIP, 53],
+      [40003, DNS_VIP, 53],
+    ]);
+    expect(udpFlows()).toHaveLength(5);
+
+    let stdout = '';
+    let stderr = '';
+    const child: ChildProcess = spawn(
+      tsx,
+      [
+        main,
+        'conntrack',
+        'reconcile',
+        '--kubeconfig',
+        api.kubeconfigFile,
+        '--family',
+        'ipv4',
+        '--min-sync-period',
+        '200',
+        '--netns',
+        ns.path,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    child.stdout?.on('data', (c) => {
+      stdout += c;
+    });
+    child.stderr?.on('data', (c) => {
+      stderr += c;
+    });
+    const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+    const passLines = () => stdout.split('\n').filter((l) => / IPv4: listed \d+/.test(l));
+    try {
+      // First pass: every endpoint serving, nothing stale.
+      await waitUntil(`the first pass (stderr: ${stderr})`, () => passLines().length >= 1, 60_000);
+      expect(passLines()[0]).toMatch(/IPv4: listed 5, stale 0, deleted 0 in \d+\.\d{3}s$/);
+
+      await updateSlice('dns-1', (s) => {
+        s.endpoints = [ep(EP[0] as string), ep(EP[1] as string)];
+      });
+      await waitUntil('the cleanup pass', () => passLines().length >= 2);
+      expect(passLines()[1]).toMatch(/IPv4: listed 5, stale 1, deleted 1 /);
+      expect(udpFlows()).not.toContain(`${DNS_VIP}:53 40003 -> ${EP[2]}`);
+      expect(udpFlows()).toHaveLength(4);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+  }, 120_000);
+});
