@@ -1,0 +1,259 @@
+// `kubenode conntrack list|clean` as processes inside a throwaway namespace (`ip netns exec`),
+// with nftables DNAT and real UDP flows; `conntrack -L` is the reference.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { conntrack } from '../../ts/index.js';
+import { type CtEntry, netnsExists, TestNetns } from './netns.js';
+
+// Each run starts tsx: 1–4 s on a busy 2-core machine, so the tests get generous timeouts.
+const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+vi.setConfig({ testTimeout: 180_000 });
+const VIP = '10.96.0.10';
+const EP = ['10.244.0.1', '10.244.0.2', '10.244.0.3'];
+
+let ns: TestNetns;
+let dir: string;
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI inside the namespace, optionally as an unprivileged user. */
+function cli(args: string[], opts: { unprivileged?: boolean } = {}): Run {
+  const drop = opts.unprivileged
+    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all']
+    : [];
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, ...drop, tsx, main, 'conntrack', ...args], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function file(name: string, content: unknown): string {
+  const p = join(dir, name);
+  writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));
+  return p;
+}
+
+const key = (e: CtEntry) => `${e.origDst}:${e.dport} ${e.sport} -> ${e.replySrc}:${e.replySport}`;
+const flowKey = (f: conntrack.Flow) =>
+  `${f.forward.dstIP}:${f.forward.dstPort} ${f.forward.srcPort} -> ${f.reverse.srcIP}:${f.reverse.srcPort}`;
+
+const services: conntrack.ServiceEntry[] = [
+  { name: 'kube-system/dns:dns', protocol: 'UDP', clusterIP: VIP, port: 53 },
+];
+// EP[1] is gone and EP[2] terminating: their flows (and the un-DNATed one) are stale.
+const endpoints: conntrack.EndpointsTable = {
+  'kube-system/dns:dns': [
+    { ip: EP[0] as string, port: 5353, serving: true },
+    { ip: EP[2] as string, port: 5353, serving: false },
+  ],
+};
+
+beforeAll(() => {
+  ns = new TestNetns();
+  dir = mkdtempSync(join(tmpdir(), 'kubenode-ct-cli-'));
+  // The unprivileged run must be able to read the tables, so only the socket is refused.
+  chmodSync(dir, 0o755);
+  const rules = EP.map((ip, i) => `ip daddr ${VIP} udp dport 53 udp sport ${40001 + i} dnat to ${ip}:5353`);
+  // A ct expression makes the namespace track IPv6 too (an empty nat chain would not), so both
+  // tables have flows.
+  ns.nft(
+    `table ip kn {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${rules.join('\n  ')}\n }\n}\n` +
+      'table ip6 kn6 {\n chain out {\n  type filter hook output priority 0; policy accept;\n  ct state new counter\n }\n}\n',
+  );
+  // Unreplied UDP entries live 30 s by default; each CLI run takes about a second.
+  ns.exec('sh', ['-c', 'echo 600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
+  ns.sendUdp([
+    [40001, VIP, 53],
+    [40002, VIP, 53],
+    [40003, VIP, 53],
+    [42002, VIP, 53], // not DNATed: straight to the VIP
+    [43000, '203.0.113.5', 9999], // unrelated
+  ]);
+  ns.sendUdp([[50000, 'fd00:96::a', 53]]);
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  const name = ns?.name;
+  ns?.destroy();
+  if (name) expect(netnsExists(name)).toBe(false);
+});
+
+describe('kubenode conntrack list', () => {
+  it('-p udp -o json returns exactly the flows conntrack -L shows', () => {
+    const r = cli(['list', '-p', 'udp', '-o', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as conntrack.ListResult;
+    expect(out.partial).toBe(false);
+    expect(out.flows.map(flowKey).sort()).toEqual(ns.conntrackL('ipv4').map(key).sort());
+    expect(out.flows).toHaveLength(5);
+    expect(out.flows.every((f) => f.protocol === 17)).toBe(true);
+    expect(out.flows.find((f) => f.forward.srcPort === 40002)).toMatchObject({
+      forward: { dstIP: VIP, dstPort: 53 },
+      reverse: { srcIP: EP[1], srcPort: 5353 },
+    });
+  });
+
+  it('--family ipv6 lists the IPv6 table; text output has one line per flow', () => {
+    const r = cli(['list', '-p', 'udp', '--family', 'ipv6', '-o', 'json']);
+    expect(r.status, r.stderr).toBe(0);
+    const flows = (JSON.parse(r.stdout) as conntrack.ListResult).flows;
+    expect(flows.map((f) => f.forward.dstIP)).toEqual(['fd00:96::a']);
+    const text = cli(['list', '-p', 'udp']);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout.trim().split('\n')).toHaveLength(5);
+    expect(text.stdout).toMatch(
+      /^udp {4}\d+ src=10\.0\.0\.1 dst=10\.96\.0\.10 sport=40002 dport=53 src=10\.244\.0\.2/m,
+    );
+    expect(text.stderr).toContain('5 flow entries');
+  });
+
+  it('rejects an unknown family or output format with exit 2', () => {
+    const fam = cli(['list', '--family', 'ipv5']);
+    expect(fam.status).toBe(2);
+    expect(fam.stderr).toContain('unknown family "ipv5" (want ipv4 or ipv6)');
+    const out = cli(['list', '-o', 'yaml']);
+    expect(out.status).toBe(2);
+    expect(out.stderr).toContain('unknown output format "yaml"');
+  });
+});
+
+describe('kubenode conntrack clean', () => {
+  it('bad files exit 2 with a clear message and delete nothing', () => {
+    const before = ns.conntrackL('ipv4').map(key).sort();
+    const svc = file('svc.json', services);
+    const eps = file('eps.json', endpoints);
+    const cases: [string[], RegExp][] = [
+      [
+        ['--services', file('broken.json', '[{"name": "x", '), '--endpoints', eps],
+        /services file .*broken\.json is not valid JSON\/YAML/,
+      ],
+      [
+        ['--services', join(dir, 'missing.json'), '--endpoints', eps],
+        /cannot read services file .*missing\.json/,
+      ],
+      [
+        [
+          '--services',
+          file('badip.json', [{ ...services[0], clusterIP: '10.96.0.300' }]),
+          '--endpoints',
+          eps,
+        ],
+        /invalid IP address "10\.96\.0\.300"/,
+      ],
+      [
+        ['--services', file('badport.json', [{ ...services[0], port: 70000 }]), '--endpoints', eps],
+        /port must be in \[\d, 65535\], got 70000/,
+      ],
+      [
+        [
+          '--services',
+          svc,
+          '--endpoints',
+          file('badep.json', { 'kube-system/dns:dns': [{ ip: '10.244.0.1', port: -1, serving: true }] }),
+        ],
+        /port must be in \[\d, 65535\], got -1/,
+      ],
+      [
+        [
+          '--services',
+          svc,
+          '--endpoints',
+          file('v6ep.json', { 'kube-system/dns:dns': [{ ip: 'fd00:244::1', port: 5353, serving: true }] }),
+        ],
+        /fd00:244::1 is not an IPv4 address \(family mismatch\)/,
+      ],
+      [
+        ['--services', svc, '--endpoints', eps, '--family', 'ipv6'],
+        /is not an IPv6 address \(family mismatch\)/,
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const r = cli(['clean', ...args]);
+      expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toMatch(/^kubenode: /);
+      expect(r.stdout).toBe('');
+    }
+    expect(ns.conntrackL('ipv4').map(key).sort()).toEqual(before);
+  });
+
+  it('--dry-run reports the stale flows and deletes nothing', () => {
+    const before = ns.conntrackL('ipv4').map(key).sort();
+    const args = ['--services', file('s.yaml', services), '--endpoints', file('e.yaml', endpoints)];
+    const json = cli(['clean', ...args, '--dry-run', '-o', 'json']);
+    expect(json.status, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      listed: 5,
+      stale: 3,
+      deleted: 0,
+      failed: 0,
+      partial: false,
+    });
+    const text = cli(['clean', ...args, '--dry-run']);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^listed 5, stale 3, would delete 3 in \d+\.\d{3}s\n$/);
+    expect(ns.conntrackL('ipv4').map(key).sort()).toEqual(before);
+  });
+
+  it('without --dry-run deletes exactly the stale flows', () => {
+    const before = ns.conntrackL('ipv4').map(key);
+    const r = cli([
+      'clean',
+      '--services',
+      file('s.json', services),
+      '--endpoints',
+      file('e.json', endpoints),
+    ]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^listed 5, stale 3, deleted 3 in /);
+    const after = ns.conntrackL('ipv4').map(key);
+    expect(before.filter((k) => !after.includes(k)).sort()).toEqual(
+      [
+        `${VIP}:53 40002 -> ${EP[1]}:5353`,
+        `${VIP}:53 40003 -> ${EP[2]}:5353`,
+        `${VIP}:53 42002 -> ${VIP}:53`,
+      ].sort(),
+    );
+    expect(after.sort()).toEqual([
+      `${VIP}:53 40001 -> ${EP[0]}:5353`,
+      '203.0.113.5:9999 43000 -> 203.0.113.5:9999',
+    ]);
+    // The IPv6 table was not part of an IPv4 pass.
+    expect(ns.conntrackL('ipv6')).toHaveLength(1);
+    const again = cli([
+      'clean',
+      '--services',
+      join(dir, 's.json'),
+      '--endpoints',
+      join(dir, 'e.json'),
+      '-o',
+      'json',
+    ]);
+    expect(JSON.parse(again.stdout)).toMatchObject({ listed: 2, stale: 0, deleted: 0 });
+  });
+});
+
+describe('without CAP_NET_ADMIN', () => {
+  it('list and clean fail with a permission error (exit 2), deleting nothing', () => {
+    const before = ns.conntrackL('ipv4').map(key).sort();
+    const list = cli(['list', '-p', 'udp'], { unprivileged: true });
+    expect(list.status, list.stderr).toBe(2);
+    expect(list.stderr).toMatch(/^kubenode: .*permission denied \(CAP_NET_ADMIN is required/m);
+    const clean = cli(['clean', '--services', join(dir, 's.json'), '--endpoints', join(dir, 'e.json')], {
+      unprivileged: true,
+    });
+    expect(clean.status, clean.stderr).toBe(2);
+    expect(clean.stderr).toMatch(/permission denied \(CAP_NET_ADMIN is required/);
+    expect(ns.conntrackL('ipv4').map(key).sort()).toEqual(before);
+  });
+});
