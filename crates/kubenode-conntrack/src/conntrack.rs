@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 
 use crate::attr::{parse_ack, MsgBuf, Msgs};
 use crate::consts::*;
-use crate::error::{from_errno, from_io, Error, Result};
+use crate::error::{from_dump_errno, from_errno, from_io, Error, Result};
 use crate::fault::Faults;
 use crate::flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, DumpFilter, Family, Flow,
@@ -241,7 +241,7 @@ impl Conntrack {
                             Ok(ack) if ack.errno == libc::EINTR => a.interrupted = true,
                             Ok(ack) if ack.errno != 0 => {
                                 let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
-                                failure.get_or_insert(from_errno(
+                                failure.get_or_insert(from_dump_errno(
                                     OP,
                                     ack.errno,
                                     msg.unwrap_or_default(),

@@ -80,6 +80,20 @@ pub(crate) fn from_errno(op: &'static str, errno: i32, message: String) -> Error
     }
 }
 
+/// Like [`from_errno`], for the ack to a dump request. nfnetlink answers a request for a
+/// subsystem that is not registered (nf_conntrack_netlink absent) with a bare EINVAL and no
+/// extended message; our dump requests are otherwise well formed, and attribute errors come
+/// with an extack message, so that case reads as "ctnetlink unavailable".
+pub(crate) fn from_dump_errno(op: &'static str, errno: i32, message: String) -> Error {
+    if errno == libc::EINVAL && message.is_empty() {
+        return Error::Unsupported {
+            op,
+            detail: "EINVAL (22): the kernel has no ctnetlink subsystem".into(),
+        };
+    }
+    from_errno(op, errno, message)
+}
+
 pub(crate) fn from_io(op: &'static str, e: std::io::Error) -> Error {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => Error::Permission { op },
@@ -88,5 +102,87 @@ pub(crate) fn from_io(op: &'static str, e: std::io::Error) -> Error {
             detail: format!("{} ({n})", errno_name(n)),
         },
         _ => Error::Io { op, source: e },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn errno_acks_map_to_typed_errors() {
+        for errno in [libc::EPERM, libc::EACCES] {
+            let e = from_errno("op", errno, String::new());
+            assert!(
+                matches!(e, Error::Permission { op: "op" }),
+                "{errno}: {e:?}"
+            );
+            assert_eq!(
+                e.to_string(),
+                "op: permission denied (CAP_NET_ADMIN is required in the socket's network namespace)"
+            );
+        }
+        for (errno, name) in [
+            (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+            (libc::EPROTONOSUPPORT, "EPROTONOSUPPORT"),
+            (libc::EAFNOSUPPORT, "EAFNOSUPPORT"),
+        ] {
+            let e = from_errno("op", errno, String::new());
+            assert!(matches!(e, Error::Unsupported { .. }), "{errno}: {e:?}");
+            assert_eq!(
+                e.to_string(),
+                format!("op: conntrack netlink is not available ({name} ({errno})); is nf_conntrack_netlink loaded?")
+            );
+        }
+        let e = from_errno("op", libc::EBUSY, "table busy".into());
+        assert!(matches!(e, Error::Kernel { errno, .. } if errno == libc::EBUSY));
+        assert_eq!(e.to_string(), "op: kernel returned EBUSY (16): table busy");
+        assert_eq!(
+            from_errno("op", 4095, String::new()).to_string(),
+            "op: kernel returned errno (4095)"
+        );
+    }
+
+    #[test]
+    fn a_bare_einval_to_a_dump_means_no_ctnetlink() {
+        let e = from_dump_errno("dump conntrack table", libc::EINVAL, String::new());
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "dump conntrack table: conntrack netlink is not available (EINVAL (22): the kernel \
+             has no ctnetlink subsystem); is nf_conntrack_netlink loaded?"
+        );
+        // With an extended message the kernel rejected an attribute: a plain kernel error.
+        let e = from_dump_errno("dump", libc::EINVAL, "bad attr".into());
+        assert!(
+            matches!(e, Error::Kernel { errno, .. } if errno == libc::EINVAL),
+            "{e:?}"
+        );
+        assert!(matches!(
+            from_dump_errno("dump", libc::EPERM, String::new()),
+            Error::Permission { .. }
+        ));
+    }
+
+    #[test]
+    fn socket_errors_map_to_typed_errors() {
+        let perm = from_io("open", io::Error::from_raw_os_error(libc::EPERM));
+        assert!(matches!(perm, Error::Permission { op: "open" }));
+        assert!(matches!(
+            from_io("open", io::Error::from_raw_os_error(libc::EACCES)),
+            Error::Permission { .. }
+        ));
+        // socket(AF_NETLINK, .., NETLINK_NETFILTER) without nfnetlink in the kernel.
+        let e = from_io(
+            "open netlink socket",
+            io::Error::from_raw_os_error(libc::EPROTONOSUPPORT),
+        );
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert!(e.to_string().contains("is nf_conntrack_netlink loaded?"));
+        let other = from_io("recv", io::Error::from_raw_os_error(libc::EBADF));
+        assert!(matches!(other, Error::Io { op: "recv", .. }));
+        let custom = from_io("recv", io::Error::other("boom"));
+        assert_eq!(custom.to_string(), "recv: boom");
     }
 }
