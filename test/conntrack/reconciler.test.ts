@@ -1,5 +1,5 @@
 // Table building from Service/EndpointSlice objects and the ConntrackCleanupRequired gate.
-// (The informer wiring itself is not yet exercised against the real API server.)
+// The informer wiring runs against the real API server in apiserver.test.ts.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { conntrack } from '../../ts/index.js';
