@@ -1,11 +1,9 @@
 //! The kubelet's sysctl admission handler (`pkg/kubelet/sysctl/allowlist.go`): an allowlist of
 //! exact names and `*` prefixes built from the safe list plus `--allowed-unsafe-sysctls`.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use thiserror::Error;
 
+use crate::lookup::{ExactTable, PrefixTable};
 use crate::name::{is_valid_sysctl_pattern, SYSCTL_CONTAIN_SLASH_PATTERN_FMT};
 use crate::namespace::{get_namespace, Namespace};
 use crate::normalize::normalize_name;
@@ -40,59 +38,35 @@ impl AdmitError {
     }
 }
 
-/// Fx-style word-at-a-time hash: keys come from node config (no DoS exposure), and hashing
-/// 8 bytes per multiply keeps the lookup cheap next to SipHash or byte-wise FNV.
-#[derive(Default)]
-struct WordHash(u64);
-
-const K: u64 = 0x517c_c1b7_2722_0a95;
-
-impl WordHash {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-    }
+fn swap_separators(name: &[u8]) -> Vec<u8> {
+    name.iter()
+        .map(|&c| match c {
+            b'.' => b'/',
+            b'/' => b'.',
+            c => c,
+        })
+        .collect()
 }
 
-impl Hasher for WordHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-}
+/// Longest name normalised on the stack; longer ones (never valid names) are normalised on the heap.
+const STACK_NAME: usize = 256;
 
-type FastMap<V> = HashMap<String, V, BuildHasherDefault<WordHash>>;
+/// Whether `NormalizeName` (§3) changes the name: its first separator is a slash.
+#[inline]
+fn slash_first(name: &[u8]) -> bool {
+    name.iter().find(|&&c| c == b'.' || c == b'/') == Some(&b'/')
+}
 
 #[derive(Debug, Clone)]
 pub struct Allowlist {
-    sysctls: FastMap<Namespace>,
-    /// Longest first, so the first hit is deterministic; overlapping prefixes share a
-    /// namespace, so the choice never changes the outcome.
-    prefixes: Vec<(String, Namespace)>,
+    sysctls: ExactTable,
+    prefixes: PrefixTable,
 }
 
 impl Allowlist {
     /// `NewAllowlist`: every entry must be a valid pattern whose namespace is known.
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, AllowlistError> {
-        let mut sysctls = FastMap::default();
+        let mut exact: Vec<(String, Namespace)> = Vec::new();
         let mut prefixes: Vec<(String, Namespace)> = Vec::new();
         for p in patterns {
             let p = p.as_ref();
@@ -109,36 +83,72 @@ impl Allowlist {
                     None => prefixes.push((key, ns)),
                 }
             } else {
-                sysctls.insert(key, ns);
+                exact.push((key, ns));
             }
         }
-        prefixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
-        Ok(Self { sysctls, prefixes })
+        Ok(Self {
+            sysctls: ExactTable::build(&exact),
+            prefixes: PrefixTable::build(&prefixes),
+        })
     }
 
     /// Exact keys (normalised), in no particular order.
     pub fn exact(&self) -> impl Iterator<Item = (&str, Namespace)> {
-        self.sysctls.iter().map(|(k, v)| (k.as_str(), *v))
+        self.sysctls.iter()
     }
 
     /// Prefix keys (normalised, without the `*`).
     pub fn prefixes(&self) -> impl Iterator<Item = (&str, Namespace)> {
-        self.prefixes.iter().map(|(k, v)| (k.as_str(), *v))
+        self.prefixes.iter()
     }
 
-    fn host_check(
-        name: &str,
-        ns: Namespace,
-        host_net: bool,
-        host_ipc: bool,
-    ) -> Result<(), AdmitError> {
-        if (ns == Namespace::Ipc && host_ipc) || (ns == Namespace::Net && host_net) {
-            return Err(AdmitError::HostNamespace {
-                name: name.to_string(),
-                namespace: ns,
-            });
+    /// Steps 2–4 of `validateSysctl` on a normalised name: exact key first, then a plain
+    /// string-prefix match; `None` when neither matches.
+    #[inline]
+    fn lookup(&self, name: &[u8]) -> Option<Namespace> {
+        self.sysctls.get(name).or_else(|| self.prefixes.find(name))
+    }
+
+    /// `validateSysctl` for one name as a verdict code; see [`Verdict`]. Allocates nothing.
+    #[inline]
+    pub fn check(&self, name: &str, host_net: bool, host_ipc: bool) -> Verdict {
+        let b = name.as_bytes();
+        let ns = if slash_first(b) {
+            self.lookup_swapped(b)
+        } else {
+            self.lookup(b)
+        };
+        Verdict::of(ns, host_net, host_ipc)
+    }
+
+    /// The namespace of the allowlist entry `name` falls under (exact key first, then prefix),
+    /// or `None` when it is not allowlisted; the host check is left to [`Verdict::of`].
+    pub fn classify(&self, name: &str) -> Option<Namespace> {
+        let b = name.as_bytes();
+        if slash_first(b) {
+            self.lookup_swapped(b)
+        } else {
+            self.lookup(b)
         }
-        Ok(())
+    }
+
+    /// [`Self::lookup`] of a slash-first name after swapping `.` and `/`, on the stack.
+    #[cold]
+    fn lookup_swapped(&self, name: &[u8]) -> Option<Namespace> {
+        let mut buf = [0u8; STACK_NAME];
+        match buf.get_mut(..name.len()) {
+            Some(out) => {
+                for (o, &c) in out.iter_mut().zip(name) {
+                    *o = match c {
+                        b'.' => b'/',
+                        b'/' => b'.',
+                        c => c,
+                    };
+                }
+                self.lookup(out)
+            }
+            None => self.lookup(&swap_separators(name)),
+        }
     }
 
     /// `validateSysctl` for one name: exact key first, then a plain string-prefix match.
@@ -148,16 +158,7 @@ impl Allowlist {
         host_net: bool,
         host_ipc: bool,
     ) -> Result<(), AdmitError> {
-        let name = normalize_name(name);
-        if let Some(ns) = self.sysctls.get(name.as_ref()) {
-            return Self::host_check(&name, *ns, host_net, host_ipc);
-        }
-        for (p, ns) in &self.prefixes {
-            if name.starts_with(p.as_str()) {
-                return Self::host_check(&name, *ns, host_net, host_ipc);
-            }
-        }
-        Err(AdmitError::NotAllowlisted(name.into_owned()))
+        self.check(name, host_net, host_ipc).into_result(name)
     }
 
     /// `Admit`: the first forbidden sysctl (in spec order) rejects the pod. No sysctls admit.
@@ -165,10 +166,69 @@ impl Allowlist {
     where
         I: IntoIterator<Item = &'a str>,
     {
+        self.admit_first(names, host_net, host_ipc)
+            .map_or(Ok(()), |(name, v)| v.into_result(name))
+    }
+
+    /// `Admit` without building the error: the first forbidden name and its verdict.
+    #[inline]
+    pub fn admit_first<'a, I>(
+        &self,
+        names: I,
+        host_net: bool,
+        host_ipc: bool,
+    ) -> Option<(&'a str, Verdict)>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
         for n in names {
-            self.validate_sysctl(n, host_net, host_ipc)?;
+            let v = self.check(n, host_net, host_ipc);
+            if v != Verdict::Allowed {
+                return Some((n, v));
+            }
         }
-        Ok(())
+        None
+    }
+}
+
+/// Outcome of `validateSysctl` for one name, without the message; [`Verdict::into_result`]
+/// builds upstream's error only for a rejection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Verdict {
+    Allowed = 0,
+    NotAllowlisted = 1,
+    HostNet = 2,
+    HostIpc = 3,
+}
+
+impl Verdict {
+    /// The host check of `validateSysctl` on a looked-up namespace (`None`: not allowlisted).
+    #[inline]
+    pub fn of(ns: Option<Namespace>, host_net: bool, host_ipc: bool) -> Self {
+        match ns {
+            None => Verdict::NotAllowlisted,
+            Some(Namespace::Ipc) if host_ipc => Verdict::HostIpc,
+            Some(Namespace::Net) if host_net => Verdict::HostNet,
+            Some(_) => Verdict::Allowed,
+        }
+    }
+
+    /// The error for `name` (the raw name; it is normalised for the message, as upstream).
+    pub fn into_result(self, name: &str) -> Result<(), AdmitError> {
+        let owned = || normalize_name(name).into_owned();
+        match self {
+            Verdict::Allowed => Ok(()),
+            Verdict::NotAllowlisted => Err(AdmitError::NotAllowlisted(owned())),
+            Verdict::HostNet => Err(AdmitError::HostNamespace {
+                name: owned(),
+                namespace: Namespace::Net,
+            }),
+            Verdict::HostIpc => Err(AdmitError::HostNamespace {
+                name: owned(),
+                namespace: Namespace::Ipc,
+            }),
+        }
     }
 }
 
@@ -283,5 +343,25 @@ mod tests {
         assert!(w
             .validate_sysctl("net.core.somaxconn", true, false)
             .is_err());
+    }
+
+    #[test]
+    fn slash_names_of_any_length_are_normalised() {
+        let w = Allowlist::new(&["net.*", "kernel.sem"]).unwrap();
+        for len in [1, 200, 251, 252, 253, 300, 1000] {
+            let long = format!("net/{}", "a.".repeat(len / 2));
+            assert!(w.validate_sysctl(&long, false, false).is_ok(), "{len}");
+            let other = format!("vm/{}", "b.".repeat(len / 2));
+            assert_eq!(
+                w.validate_sysctl(&other, false, false),
+                Err(AdmitError::NotAllowlisted(
+                    normalize_name(&other).into_owned()
+                ))
+            );
+        }
+        assert!(w.validate_sysctl("kernel/sem", false, false).is_ok());
+        assert_eq!(w.classify("kernel/sem"), Some(Namespace::Ipc));
+        assert_eq!(w.classify("net"), None);
+        assert_eq!(w.check("net.core.somaxconn", true, false), Verdict::HostNet);
     }
 }

@@ -7,7 +7,9 @@
 
 mod allowlist;
 mod apply;
+mod interned;
 mod kernel;
+mod lookup;
 mod name;
 mod namespace;
 mod normalize;
@@ -16,8 +18,9 @@ mod quote;
 mod safe;
 mod validation;
 
-pub use allowlist::{AdmitError, Allowlist, AllowlistError, FORBIDDEN_REASON};
+pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_REASON};
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use interned::{NameTable, UnknownName};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
 pub use name::{
     is_valid_sysctl_name, is_valid_sysctl_pattern, SYSCTL_CONTAIN_SLASH_FMT,

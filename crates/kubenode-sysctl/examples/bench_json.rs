@@ -1,0 +1,64 @@
+//! Times the core admission the way the Go peer `sysctl-bench` times upstream's `Admit` (same
+//! allowlist, same pod, same JSON line protocol), so `npm run bench` compares core against core.
+//!   cargo run --release -p kubenode-sysctl --example bench_json -- \
+//!     <iters> <samples> <safe,…> <patterns,…> <sysctls,…>
+//! The lists are comma-separated (a valid sysctl name or pattern has no comma).
+use kubenode_sysctl::Allowlist;
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+fn list(s: Option<&String>) -> Vec<&str> {
+    s.map(|s| s.split(',').filter(|p| !p.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+fn admit_n(allow: &Allowlist, names: &[&str], n: usize) -> bool {
+    let mut ok = true;
+    for _ in 0..n {
+        ok &= allow
+            .admit(black_box(names).iter().copied(), false, false)
+            .is_ok();
+    }
+    ok
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (iters, samples) = (num(0, 200_000), num(1, 15).max(1));
+    let safe = list(args.get(2));
+    let patterns = list(args.get(3));
+    let names = list(args.get(4));
+    let allow = match Allowlist::new(&[safe.as_slice(), patterns.as_slice()].concat()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("NewAllowlist: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = allow.admit(names.iter().copied(), false, false) {
+        eprintln!("pod not admitted: {}", e.message());
+        return ExitCode::FAILURE;
+    }
+    // Two warm-up samples, like the peers.
+    admit_n(&allow, &names, iters * 2);
+    let mut per_op: Vec<f64> = (0..samples)
+        .map(|_| {
+            let t = Instant::now();
+            let ok = admit_n(&allow, &names, iters);
+            let ns = t.elapsed().as_nanos() as f64 / iters as f64;
+            assert!(ok, "pod rejected during timing");
+            ns
+        })
+        .collect();
+    per_op.sort_by(f64::total_cmp);
+    let q = |p: f64| per_op[((per_op.len() - 1) as f64 * p).round() as usize];
+    println!(
+        "{{\"peer\":\"kubenode-core\",\"bench\":\"sysctl\",\"scenario\":\"admit-pod-8-sysctls\",\"medianNsPerOp\":{:.3},\"p25NsPerOp\":{:.3},\"p75NsPerOp\":{:.3},\"samples\":{samples},\"opsPerSample\":{iters}}}",
+        q(0.5),
+        q(0.25),
+        q(0.75)
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,103 @@
+//! Admission by name index. A node admits pods that carry the same few sysctl names over and
+//! over; a caller registers each distinct name once (it is classified against the allowlist
+//! then) and afterwards passes small integers, so admitting a pod is one table read per sysctl
+//! plus the host check. Results and messages are exactly those of [`Allowlist::admit`].
+
+use thiserror::Error;
+
+use crate::allowlist::{AdmitError, Allowlist, Verdict};
+use crate::namespace::Namespace;
+
+/// An index that was never returned by [`NameTable::intern`] (or was dropped by `clear`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("unknown sysctl name index {0}")]
+pub struct UnknownName(pub u32);
+
+#[derive(Debug, Clone, Default)]
+pub struct NameTable {
+    /// Raw names, as given: messages normalise them exactly as `Admit` does.
+    names: Vec<Box<str>>,
+    /// The allowlist entry each name falls under; `None`: not allowlisted.
+    classes: Vec<Option<Namespace>>,
+}
+
+impl NameTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `name` (classified against `allow`) and returns its index. Does not
+    /// deduplicate: the caller keeps the name → index map.
+    pub fn intern(&mut self, allow: &Allowlist, name: &str) -> u32 {
+        self.names.push(name.into());
+        self.classes.push(allow.classify(name));
+        (self.names.len() - 1) as u32
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Forgets every name (bounds memory when names keep changing).
+    pub fn clear(&mut self) {
+        self.names.clear();
+        self.classes.clear();
+    }
+
+    /// `Admit` of a pod whose sysctls are the names `ids`, in spec order: the first forbidden
+    /// one rejects the pod; its error is built only then.
+    #[inline]
+    pub fn admit(
+        &self,
+        ids: &[u32],
+        host_net: bool,
+        host_ipc: bool,
+    ) -> Result<Result<(), AdmitError>, UnknownName> {
+        for &id in ids {
+            let class = *self.classes.get(id as usize).ok_or(UnknownName(id))?;
+            let v = Verdict::of(class, host_net, host_ipc);
+            if v != Verdict::Allowed {
+                let name = self.names.get(id as usize).ok_or(UnknownName(id))?;
+                return Ok(v.into_result(name));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agrees_with_admit() {
+        let allow = Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*"]).unwrap();
+        let names = [
+            "kernel.sem",
+            "kernel/sem",
+            "net.core.somaxconn",
+            "net/ipv4/conf/eth0.100/rp_filter",
+            "kernel.msgmax",
+            "vm.swappiness",
+            "",
+            "k\u{16b}ernel.sem",
+        ];
+        let mut t = NameTable::new();
+        let ids: Vec<u32> = names.iter().map(|n| t.intern(&allow, n)).collect();
+        for (i, n) in names.iter().enumerate() {
+            for (hn, hi) in [(false, false), (true, false), (false, true), (true, true)] {
+                let pod = [ids[0], ids[i], ids[2]];
+                let want = allow.admit([names[0], n, names[2]], hn, hi);
+                assert_eq!(t.admit(&pod, hn, hi), Ok(want), "{n:?} {hn} {hi}");
+            }
+        }
+        assert_eq!(t.admit(&[], true, true), Ok(Ok(())));
+        assert_eq!(t.admit(&[99], false, false), Err(UnknownName(99)));
+        t.clear();
+        assert_eq!(t.admit(&[0], false, false), Err(UnknownName(0)));
+    }
+}
