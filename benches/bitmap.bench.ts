@@ -64,7 +64,12 @@ export async function run(ctx: BenchContext): Promise<string> {
     const naive = prefill(new NaiveBitmap(SLOTS), filled);
     rows.push(await measureJs(ctx, scenario, 'plain-ts', cycle(naive), { opsPerCall: OPS }));
   }
-  const go = await runGoPeer(ctx, 'bitmap-bench', ctx.quick ? ['-iters', '2000', '-samples', '3'] : []);
+  // Long samples (tens of ms) on both sides, so a preempted timeslice moves a median less.
+  const go = await runGoPeer(
+    ctx,
+    'bitmap-bench',
+    ctx.quick ? ['-iters', '2000', '-samples', '3'] : ['-iters', '200000', '-samples', '21'],
+  );
   rows.push(...go);
   // The Rust core alone, timed like the Go peer: core against core, without the JS crossing.
   const core = await runJsonLines(ctx, [
@@ -77,7 +82,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     '--example',
     'bench_json',
     '--',
-    ...(ctx.quick ? ['2000', '3'] : ['200000', '15']),
+    ...(ctx.quick ? ['2000', '3'] : ['2000000', '21']),
   ]);
   rows.push(...core);
   rows.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.peer.localeCompare(b.peer));
