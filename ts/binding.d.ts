@@ -61,15 +61,32 @@ export declare class SysctlAllowlist {
   /** `NewAllowlist`; errors carry upstream's message. */
   constructor(patterns: Array<string>)
   /**
-   * Admits one pod: `joined` holds `count` names separated by NUL. Returns null when
-   * admitted, else the message. Throws `ERR_KUBENODE_CONFLICT` if a name contains NUL
-   * (the caller then uses `admitList`).
+   * Admits one pod: `joined` holds `count` (≥ 1) names separated by NUL. Returns null when
+   * admitted, else the message (built only then). Throws `ERR_KUBENODE_CONFLICT` if a name
+   * contains NUL (the caller then uses `admitList`).
    */
   admitJoined(joined: string, count: number, flags: number): string | null
+  /**
+   * Registers a name for `admitIds`/`admitManyIds` and returns its index (the caller keeps
+   * the name → index map; registering twice gives two indexes).
+   */
+  intern(name: string): number
+  /** Forgets every registered name. */
+  resetNames(): void
+  /**
+   * Admits one pod whose sysctls are the registered names `ids[0..count]`. Returns null when
+   * admitted, else the message (built only then).
+   */
+  admitIds(ids: Uint32Array, count: number, flags: number): string | null
+  /**
+   * Admits many pods in one crossing: pod i has the next `counts[i]` registered names of
+   * `ids` and host flags `flags[i]`. Messages are built only for rejected pods.
+   */
+  admitManyIds(ids: Uint32Array, counts: Uint32Array, flags: Uint8Array): SysctlRejections
   admitList(names: Array<string>, flags: number): string | null
   /**
    * Admits many pods in one crossing: all names NUL-joined, `counts[i]` names and
-   * `flags[i]` for pod i.
+   * `flags[i]` for pod i. Messages are built only for rejected pods.
    */
   admitMany(joined: string, counts: Uint32Array, flags: Uint8Array): SysctlRejections
   /** The entries as stored: normalised keys, prefixes without the `*`. */

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { admission, sysctl } from '../../ts/index.js';
+import { native } from '../../ts/native.js';
 
 type Pod = sysctl.PodLike;
 const pod = (names: string[], spec: Record<string, unknown> = {}): Pod => ({
@@ -279,5 +280,56 @@ describe('PodAdmitChain', () => {
     await expect(
       new admission.PodAdmitChain([]).admit(null as unknown as admission.PodAdmitAttributes),
     ).rejects.toThrow(/admit attributes/);
+  });
+});
+
+describe('admission crossing', () => {
+  const patterns = ['net.*', 'kernel.sem'];
+
+  it('passes non-ASCII names and lone surrogates through unchanged in meaning', () => {
+    const w = sysctl.newAllowlist(patterns);
+    expect(w.admit({ pod: pod(['net.\u00fc', 'net.\u{1F600}']) }).admit).toBe(true);
+    // A Latin-1 narrowing would read U+016B as "k" and admit "kernel.sem".
+    expect(w.admit({ pod: pod(['\u016bernel.sem']) }).message).toBe(
+      'forbidden sysctl: "\u016bernel.sem" not allowlisted',
+    );
+    expect(w.admit({ pod: pod(['kernel.sem', '\ud800x']) }).message).toBe(
+      'forbidden sysctl: "\ufffdx" not allowlisted',
+    );
+  });
+
+  it('the joined-string native entry point agrees with admit', () => {
+    const w = sysctl.newAllowlist(patterns);
+    const raw = new native.SysctlAllowlist(patterns);
+    for (const names of [
+      ['net.\u00fc', 'kernel/sem'],
+      ['\u016bernel.sem'],
+      ['kernel.sem', '\ud800x'],
+      ['', 'net.a'],
+      ['vm.swappiness', 'net.a'],
+    ]) {
+      for (const flags of [0, 1, 2, 3]) {
+        const p = pod(names, { hostNetwork: (flags & 1) !== 0, hostIPC: (flags & 2) !== 0 });
+        expect(raw.admitJoined(names.join('\0'), names.length, flags)).toBe(
+          w.admit({ pod: p }).message ?? null,
+        );
+      }
+    }
+    expect(() => raw.admitJoined('a\0b', 1, 0)).toThrow(/NUL separator/);
+  });
+
+  it('keeps admitting correctly when more distinct names arrive than the name table keeps', () => {
+    const w = sysctl.newAllowlist(patterns);
+    for (let i = 0; i < 70_000; i++) {
+      const r = w.admit({ pod: pod([`net.n${i}`, `vm.v${i}`]) });
+      if (r.message !== `forbidden sysctl: "vm.v${i}" not allowlisted`)
+        throw new Error(`pod ${i}: ${r.message}`);
+    }
+    const many = w.admitMany([pod(['net.again']), pod(['kernel.sem'], { hostIPC: true }), pod([])]);
+    expect(many.map((r) => r.message ?? 'ok')).toEqual([
+      'ok',
+      'forbidden sysctl: "kernel.sem" not allowed with host IPC enabled',
+      'ok',
+    ]);
   });
 });

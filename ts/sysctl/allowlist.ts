@@ -1,10 +1,11 @@
 // The kubelet's sysctl admit handler. TS extracts just the names and host flags; matching is one
-// native call per pod (names NUL-joined in one string), or one per batch with `admitMany`.
+// native call per pod, or one per batch with `admitMany`. Names cross as indexes into a name
+// table shared with Rust, so a pod crosses as a few integers rather than strings.
 import type { SysctlAllowlist as NativeAllowlist } from '../binding.js';
 import { callNative, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
-import { podSysctls, sysctlName } from './pod.js';
-import type { PodLike, SysctlNamespace, V1Sysctl } from './types.js';
+import { HOST_IPC, HOST_NETWORK, podSysctls, sysctlName } from './pod.js';
+import type { PodLike, SysctlNamespace } from './types.js';
 
 /** Pod status reason of a rejected pod (`ForbiddenReason`). */
 export const FORBIDDEN_REASON = 'SysctlForbidden';
@@ -36,12 +37,17 @@ function rejected(message: string): AdmitResult {
   return { admit: false, reason: FORBIDDEN_REASON, message };
 }
 
-/** NUL-joins the names of a non-empty list. */
-function joinNames(list: V1Sysctl[]): string {
-  let joined = sysctlName(list[0], 0);
-  for (let i = 1; i < list.length; i++) joined += `\0${sysctlName(list[i], i)}`;
-  return joined;
+/** Registered names kept before the name tables are reset (bounds memory under churn). */
+const MAX_NAMES = 1 << 16;
+
+interface PodSpecLike {
+  securityContext?: unknown;
+  hostNetwork?: unknown;
+  hostIPC?: unknown;
 }
+
+/** Host flags of the pod last read by `SysctlAllowlist.#encode` (saves a result object). */
+let podFlags = 0;
 
 export class SysctlAllowlist {
   /** Handler name in a `PodAdmitChain`. */
@@ -70,43 +76,93 @@ export class SysctlAllowlist {
     if (typeof attrs !== 'object' || attrs === null) {
       throw new KubenodeTypeError(`admit attributes must be an object, got ${describe(attrs)}`);
     }
-    const { sysctls, flags } = podSysctls(attrs.pod);
-    if (sysctls === null || sysctls.length === 0) return ADMITTED;
-    const joined = joinNames(sysctls);
-    let msg: string | null;
-    try {
-      msg = this.#n.admitJoined(joined, sysctls.length, flags);
-    } catch (e) {
-      // A name contained NUL: send the list as an array instead.
-      if ((e as { code?: string }).code !== 'ERR_KUBENODE_CONFLICT') throw e;
-      msg = callNative(() => this.#n.admitList(namesOf(sysctls), flags));
-    }
+    if (this.#names.size >= MAX_NAMES) this.#resetNames();
+    const count = this.#encode(attrs.pod, 0);
+    if (count === 0) return ADMITTED;
+    // Direct call: with registered indexes the binding has no failure mode to translate.
+    const msg = this.#n.admitIds(this.#ids, count, podFlags);
     return msg === null ? ADMITTED : rejected(msg);
   }
 
   /** Admits many pods in one native call; results are in input order. */
   admitMany(pods: readonly PodLike[]): AdmitResult[] {
     if (!Array.isArray(pods)) throw new KubenodeTypeError(`pods must be an array, got ${describe(pods)}`);
+    if (this.#names.size >= MAX_NAMES) this.#resetNames();
     const counts = new Uint32Array(pods.length);
     const flags = new Uint8Array(pods.length);
-    const parts: string[] = [];
+    let total = 0;
     for (let p = 0; p < pods.length; p++) {
-      const { sysctls, flags: f } = podSysctls(pods[p]);
-      flags[p] = f;
-      if (sysctls === null || sysctls.length === 0) continue;
-      counts[p] = sysctls.length;
-      for (let i = 0; i < sysctls.length; i++) parts.push(sysctlName(sysctls[i], i));
+      const c = this.#encode(pods[p], total);
+      counts[p] = c;
+      flags[p] = podFlags;
+      total += c;
     }
+    const r = callNative(() => this.#n.admitManyIds(this.#ids.subarray(0, total), counts, flags));
     const out = new Array<AdmitResult>(pods.length).fill(ADMITTED);
-    let r: { indexes: number[]; messages: string[] };
-    try {
-      r = this.#n.admitMany(parts.join('\0'), counts, flags);
-    } catch (e) {
-      if ((e as { code?: string }).code !== 'ERR_KUBENODE_CONFLICT') throw e;
-      return pods.map((pod) => this.admit({ pod }));
-    }
     for (let k = 0; k < r.indexes.length; k++) out[r.indexes[k]!] = rejected(r.messages[k]!);
     return out;
+  }
+
+  // Names cross as indexes into a table both sides share: each distinct name crosses as a
+  // string once (and is classified in Rust then); afterwards a pod is a few integers.
+  readonly #names = new Map<string, number>();
+  #ids = new Uint32Array(64);
+
+  #id(name: string): number {
+    let id = this.#names.get(name);
+    if (id === undefined) {
+      id = this.#n.intern(name);
+      this.#names.set(name, id);
+    }
+    return id;
+  }
+
+  #resetNames(): void {
+    this.#names.clear();
+    this.#n.resetNames();
+  }
+
+  /**
+   * Writes the pod's sysctl name indexes to `#ids` from `at`, sets `podFlags`, and returns how
+   * many. Plain-object pods with string names take the inline path; any other shape goes
+   * through `podSysctls`/`sysctlName` for their typed errors.
+   */
+  #encode(pod: unknown, at: number): number {
+    const spec = typeof pod === 'object' && pod !== null ? (pod as { spec?: unknown }).spec : undefined;
+    const sc = typeof spec === 'object' && spec !== null ? (spec as PodSpecLike).securityContext : undefined;
+    const list = typeof sc === 'object' && sc !== null ? (sc as { sysctls?: unknown }).sysctls : undefined;
+    const hn = (spec as PodSpecLike | undefined)?.hostNetwork;
+    const hi = (spec as PodSpecLike | undefined)?.hostIPC;
+    let names: unknown[];
+    if (
+      Array.isArray(list) &&
+      !Array.isArray(pod) &&
+      !Array.isArray(spec) &&
+      !Array.isArray(sc) &&
+      (hn === undefined || typeof hn === 'boolean') &&
+      (hi === undefined || typeof hi === 'boolean')
+    ) {
+      podFlags = (hn === true ? HOST_NETWORK : 0) | (hi === true ? HOST_IPC : 0);
+      names = list;
+    } else {
+      const { sysctls, flags } = podSysctls(pod);
+      podFlags = flags;
+      if (sysctls === null) return 0;
+      names = sysctls;
+    }
+    const n = names.length;
+    if (at + n > this.#ids.length) {
+      const grown = new Uint32Array(Math.max(this.#ids.length * 2, at + n));
+      grown.set(this.#ids);
+      this.#ids = grown;
+    }
+    for (let i = 0; i < n; i++) {
+      const s: unknown = names[i];
+      const v =
+        typeof s === 'object' && s !== null && !Array.isArray(s) ? (s as { name?: unknown }).name : undefined;
+      this.#ids[at + i] = this.#id(typeof v === 'string' ? v : sysctlName(s, i));
+    }
+    return n;
   }
 
   /** The stored entries (normalised keys; prefixes without `*`), sorted by key. */
@@ -115,10 +171,6 @@ export class SysctlAllowlist {
       .entries()
       .map((e) => ({ key: e.key, namespace: e.namespace as SysctlNamespace, prefix: e.prefix }));
   }
-}
-
-function namesOf(list: V1Sysctl[]): string[] {
-  return list.map((s, i) => sysctlName(s, i));
 }
 
 /**

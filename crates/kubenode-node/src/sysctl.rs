@@ -1,15 +1,19 @@
-//! Binding for `kubenode-sysctl`. Admission takes the pod's sysctl names joined by NUL in one
-//! string (one crossing per pod, or per batch); namespace work runs as AsyncTasks whose
+//! Binding for `kubenode-sysctl`. Admission takes the pod's sysctl names as indexes into a
+//! `NameTable` (each distinct name crosses once, via `intern`), or joined by NUL in one string;
+//! either way one crossing per pod, or per batch; namespace work runs as AsyncTasks whose
 //! outcome objects carry the error code, since a Task can only reject with a plain status.
 
 use kubenode_sysctl::{
     apply_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
     is_valid_sysctl_pattern, normalize_name, probe, read_kernel_version, safe_sysctl_allowlist,
-    validate_sysctls, Allowlist, ApplyError, KernelVersion, NsTarget, SAFE_SYSCTLS,
+    validate_sysctls, Allowlist, ApplyError, KernelVersion, NameTable, NsTarget, Verdict,
+    SAFE_SYSCTLS,
 };
 use napi::bindgen_prelude::{AsyncTask, Uint32Array, Uint8Array};
-use napi::{Env, Task};
+use napi::{Env, JsString, JsValue, Task};
 use napi_derive::napi;
+use std::borrow::Cow;
+use std::cell::RefCell;
 
 use crate::errors::{err, Code, Result};
 
@@ -161,10 +165,114 @@ pub struct SysctlRejections {
 #[napi(js_name = "SysctlAllowlist")]
 pub struct JsSysctlAllowlist {
     inner: Allowlist,
+    scratch: RefCell<Scratch>,
+    names: RefCell<NameTable>,
 }
 
 fn separator_conflict() -> crate::errors::Error {
     err(Code::Conflict, "a sysctl name contains the NUL separator")
+}
+
+/// Reusable buffers for reading the joined names, so an admission allocates nothing.
+#[derive(Default)]
+struct Scratch {
+    units: Vec<u16>,
+    bytes: Vec<u8>,
+}
+
+/// Reads the NUL-joined names. V8 copies a one-byte string to UTF-16 with a plain widening loop,
+/// several times faster than its UTF-8 writer; ASCII (every real sysctl name) is narrowed here,
+/// anything else decoded as the UTF-8 path would (lone surrogates become U+FFFD).
+fn read_joined<'s>(s: &JsString, scratch: &'s mut Scratch) -> Result<Cow<'s, str>> {
+    let v = s.value();
+    let mut len = 0usize;
+    // SAFETY: a null buffer asks only for the length in UTF-16 units.
+    let status = unsafe {
+        napi::sys::napi_get_value_string_utf16(v.env, v.value, std::ptr::null_mut(), 0, &mut len)
+    };
+    if status != napi::sys::Status::napi_ok {
+        return Err(err(Code::InvalidArg, "names must be a string"));
+    }
+    let units = &mut scratch.units;
+    // Grown, never cleared: V8 overwrites what it reports as written.
+    if units.len() < len + 1 {
+        units.resize(len + 1, 0);
+    }
+    let mut written = 0usize;
+    // SAFETY: `units` holds at least `len + 1` writable u16s, the size passed (room for the NUL).
+    let status = unsafe {
+        napi::sys::napi_get_value_string_utf16(
+            v.env,
+            v.value,
+            units.as_mut_ptr(),
+            len + 1,
+            &mut written,
+        )
+    };
+    if status != napi::sys::Status::napi_ok {
+        return Err(err(Code::InvalidArg, "names must be a string"));
+    }
+    let units = units.get(..written).unwrap_or_default();
+    if units.iter().fold(0u16, |acc, &c| acc | c) < 0x80 {
+        let bytes = &mut scratch.bytes;
+        bytes.clear();
+        bytes.extend(units.iter().map(|&c| c as u8));
+        std::str::from_utf8(bytes)
+            .map(Cow::Borrowed)
+            .map_err(|e| err(Code::InvalidArg, e))
+    } else {
+        Ok(Cow::Owned(String::from_utf16_lossy(units)))
+    }
+}
+
+/// Splits at NUL; like `str::split('\0')`, minus the generic char searcher.
+struct NulSplit<'a>(Option<&'a str>);
+
+impl<'a> Iterator for NulSplit<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.0?;
+        match rest.bytes().position(|b| b == 0) {
+            Some(i) => {
+                self.0 = rest.get(i + 1..);
+                rest.get(..i)
+            }
+            None => {
+                self.0 = None;
+                Some(rest)
+            }
+        }
+    }
+}
+
+/// Admits the pod whose names are `names`: the first rejection (message built only then), or
+/// `Conflict` when the names are not exactly `count` (a name contained the NUL separator).
+fn admit_counted<'a>(
+    inner: &Allowlist,
+    names: impl Iterator<Item = &'a str>,
+    count: u64,
+    flags: u32,
+) -> Result<Option<String>> {
+    let (host_net, host_ipc) = (flags & HOST_NETWORK != 0, flags & HOST_IPC != 0);
+    let mut seen = 0u64;
+    let mut first = None;
+    for n in names {
+        seen += 1;
+        if first.is_none() {
+            let v = inner.check(n, host_net, host_ipc);
+            if v != Verdict::Allowed {
+                first = Some((n, v));
+            }
+        }
+    }
+    if seen != count {
+        return Err(separator_conflict());
+    }
+    Ok(first
+        .and_then(|(n, v)| v.into_result(n).err())
+        .map(|e| e.message()))
 }
 
 #[napi]
@@ -173,26 +281,92 @@ impl JsSysctlAllowlist {
     #[napi(constructor)]
     pub fn new(patterns: Vec<String>) -> Result<Self> {
         let inner = Allowlist::new(&patterns).map_err(|e| err(Code::InvalidArg, e))?;
-        Ok(Self { inner })
+        Ok(Self {
+            inner,
+            scratch: RefCell::default(),
+            names: RefCell::default(),
+        })
     }
 
-    /// Admits one pod: `joined` holds `count` names separated by NUL. Returns null when
-    /// admitted, else the message. Throws `ERR_KUBENODE_CONFLICT` if a name contains NUL
-    /// (the caller then uses `admitList`).
+    /// Admits one pod: `joined` holds `count` (≥ 1) names separated by NUL. Returns null when
+    /// admitted, else the message (built only then). Throws `ERR_KUBENODE_CONFLICT` if a name
+    /// contains NUL (the caller then uses `admitList`).
+    #[napi(ts_args_type = "joined: string, count: number, flags: number")]
+    pub fn admit_joined(&self, joined: JsString, count: u32, flags: u32) -> Result<Option<String>> {
+        let mut scratch = self.scratch.borrow_mut();
+        let joined = read_joined(&joined, &mut scratch)?;
+        admit_counted(
+            &self.inner,
+            NulSplit(Some(&joined)),
+            u64::from(count),
+            flags,
+        )
+    }
+
+    /// Registers a name for `admitIds`/`admitManyIds` and returns its index (the caller keeps
+    /// the name → index map; registering twice gives two indexes).
     #[napi]
-    pub fn admit_joined(&self, joined: String, count: u32, flags: u32) -> Result<Option<String>> {
-        if joined.split('\0').count() != count as usize {
-            return Err(separator_conflict());
+    pub fn intern(&self, name: String) -> u32 {
+        self.names.borrow_mut().intern(&self.inner, &name)
+    }
+
+    /// Forgets every registered name.
+    #[napi]
+    pub fn reset_names(&self) {
+        self.names.borrow_mut().clear();
+    }
+
+    /// Admits one pod whose sysctls are the registered names `ids[0..count]`. Returns null when
+    /// admitted, else the message (built only then).
+    #[napi]
+    pub fn admit_ids(&self, ids: &[u32], count: u32, flags: u32) -> Result<Option<String>> {
+        let ids = ids
+            .get(..count as usize)
+            .ok_or_else(|| err(Code::OutOfRange, "count exceeds the ids given"))?;
+        let r = self
+            .names
+            .borrow()
+            .admit(ids, flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
+            .map_err(|e| err(Code::InvalidArg, e))?;
+        Ok(r.err().map(|e| e.message()))
+    }
+
+    /// Admits many pods in one crossing: pod i has the next `counts[i]` registered names of
+    /// `ids` and host flags `flags[i]`. Messages are built only for rejected pods.
+    #[napi]
+    pub fn admit_many_ids(
+        &self,
+        ids: &[u32],
+        counts: &[u32],
+        flags: &[u8],
+    ) -> Result<SysctlRejections> {
+        if counts.len() != flags.len() {
+            return Err(err(
+                Code::InvalidArg,
+                "counts and flags must have the same length",
+            ));
         }
-        Ok(self
-            .inner
-            .admit(
-                joined.split('\0'),
-                flags & HOST_NETWORK != 0,
-                flags & HOST_IPC != 0,
-            )
-            .err()
-            .map(|e| e.message()))
+        let table = self.names.borrow();
+        let mut out = SysctlRejections {
+            indexes: Vec::new(),
+            messages: Vec::new(),
+        };
+        let mut rest = ids;
+        for (i, (&c, &f)) in counts.iter().zip(flags).enumerate() {
+            let (pod, next) = rest
+                .split_at_checked(c as usize)
+                .ok_or_else(|| err(Code::OutOfRange, "counts add up to more than the ids given"))?;
+            rest = next;
+            let host = u32::from(f);
+            let r = table
+                .admit(pod, host & HOST_NETWORK != 0, host & HOST_IPC != 0)
+                .map_err(|e| err(Code::InvalidArg, e))?;
+            if let Err(e) = r {
+                out.indexes.push(i as u32);
+                out.messages.push(e.message());
+            }
+        }
+        Ok(out)
     }
 
     #[napi]
@@ -208,11 +382,11 @@ impl JsSysctlAllowlist {
     }
 
     /// Admits many pods in one crossing: all names NUL-joined, `counts[i]` names and
-    /// `flags[i]` for pod i.
-    #[napi]
+    /// `flags[i]` for pod i. Messages are built only for rejected pods.
+    #[napi(ts_args_type = "joined: string, counts: Uint32Array, flags: Uint8Array")]
     pub fn admit_many(
         &self,
-        joined: String,
+        joined: JsString,
         counts: Uint32Array,
         flags: Uint8Array,
     ) -> Result<SysctlRejections> {
@@ -222,13 +396,18 @@ impl JsSysctlAllowlist {
                 "counts and flags must have the same length",
             ));
         }
+        let mut scratch = self.scratch.borrow_mut();
+        let joined = read_joined(&joined, &mut scratch)?;
         let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-        let mut names = joined.split('\0');
+        let mut names = NulSplit(Some(&joined));
         if total == 0 {
+            // No names: the joined string must be empty, which splits into one empty piece.
+            if !joined.is_empty() {
+                return Err(separator_conflict());
+            }
             names.next();
-        } else if joined.split('\0').count() as u64 != total {
-            return Err(separator_conflict());
         }
+        let mut seen = 0u64;
         let mut out = SysctlRejections {
             indexes: Vec::new(),
             messages: Vec::new(),
@@ -238,17 +417,19 @@ impl JsSysctlAllowlist {
                 u32::from(f) & HOST_NETWORK != 0,
                 u32::from(f) & HOST_IPC != 0,
             );
-            let mut failed = None;
-            // Consume all of this pod's names even after the first failure.
-            for n in names.by_ref().take(c as usize) {
-                if failed.is_none() {
-                    failed = self.inner.validate_sysctl(n, host_net, host_ipc).err();
+            let mut pod = names.by_ref().take(c as usize).inspect(|_| seen += 1);
+            let first = self.inner.admit_first(pod.by_ref(), host_net, host_ipc);
+            // Skip the rest of a rejected pod's names, so the next pod starts at its own.
+            pod.for_each(drop);
+            if let Some((name, v)) = first {
+                if let Err(e) = v.into_result(name) {
+                    out.indexes.push(i as u32);
+                    out.messages.push(e.message());
                 }
             }
-            if let Some(e) = failed {
-                out.indexes.push(i as u32);
-                out.messages.push(e.message());
-            }
+        }
+        if seen != total || names.next().is_some() {
+            return Err(separator_conflict());
         }
         Ok(out)
     }
