@@ -14,6 +14,19 @@
 //	                     <dir>/<uid>/userns with upstream's file and directory
 //	                     fsyncs), then Release for each of them. One op is one
 //	                     pod's create + release; opsPerSample = -pods.
+//	                     With -held H, H other pods already hold ranges:
+//	                     their files are written first (untimed, without
+//	                     fsync) on every slot but an evenly spread free set
+//	                     (slot floor(k*slots/free) for k < free, free =
+//	                     65535-H), and MakeUserNsManager restores them, so
+//	                     the sample runs on a manager holding H..H+pods
+//	                     allocations. The held files are synced to disk
+//	                     before the manager starts. With -podsdir P the
+//	                     pods folder P is used as it is (its -held pods
+//	                     must be there already), nothing is written to it
+//	                     first, and at the end only the cycled pods'
+//	                     folders are removed: the state of 65,000 pods is
+//	                     then made once and shared by several runs.
 //
 // -dir selects the filesystem for getorcreate-release: a fresh folder is
 // created inside it (default: the system temp folder) and removed at the end.
@@ -25,6 +38,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -79,15 +93,17 @@ func main() {
 	f := benchfmt.Register("userns-bench", 100000, 15)
 	dir := flag.String("dir", "", "folder in which getorcreate-release creates its pods folder (default: system temp folder)")
 	pods := flag.Int("pods", 110, "pods per getorcreate-release sample (1..65535)")
+	held := flag.Int("held", 0, "pods already holding ranges (restored at start) in getorcreate-release")
+	podsDir := flag.String("podsdir", "", "existing pods folder to use as it is (instead of a fresh one in -dir)")
 	flag.Parse()
 	f.Check()
-	if *pods < 1 || *pods > bitmapSlots {
-		benchfmt.Fatalf("-pods must be in 1..%d (got %d)", bitmapSlots, *pods)
+	if *pods < 1 || *held < 0 || *pods+*held > bitmapSlots {
+		benchfmt.Fatalf("-pods must be >= 1 and -pods + -held <= %d (got %d, %d)", bitmapSlots, *pods, *held)
 	}
 
 	allocNearFull(f)
 	if f.Want("getorcreate-release") {
-		getOrCreateRelease(f, *dir, *pods)
+		getOrCreateRelease(f, *dir, *podsDir, *pods, *held)
 	}
 	f.Done()
 }
@@ -133,20 +149,52 @@ func podUIDs(n int) []types.UID {
 	return uids
 }
 
-func getOrCreateRelease(f *benchfmt.Flags, parent string, n int) {
+// writeHeld writes the kubelet files of held pods (see -held) straight to
+// disk; MakeUserNsManager then restores them.
+func writeHeld(root string, held int) {
+	free := bitmapSlots - held
+	isFree := make([]bool, bitmapSlots)
+	for k := 0; k < free; k++ {
+		isFree[k*bitmapSlots/free] = true
+	}
+	k := 0
+	for slot := 0; slot < bitmapSlots; slot++ {
+		if isFree[slot] {
+			continue
+		}
+		dir := filepath.Join(root, fmt.Sprintf("00000000-0000-4000-8000-%012x", k))
+		k++
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			benchfmt.Fatalf("held pods: %v", err)
+		}
+		host := (slot + 1) * idsPerPod
+		data := fmt.Sprintf(`{"uidMappings":[{"hostId":%d,"containerId":0,"length":%d}],"gidMappings":[{"hostId":%d,"containerId":0,"length":%d}]}`, host, idsPerPod, host, idsPerPod)
+		if err := os.WriteFile(filepath.Join(dir, "userns"), []byte(data), 0o600); err != nil {
+			benchfmt.Fatalf("held pods: %v", err)
+		}
+	}
+	// Otherwise the first timed fsync would commit all of these to the journal.
+	syscall.Sync()
+}
+
+func getOrCreateRelease(f *benchfmt.Flags, parent, podsDir string, n, held int) {
 	if !utilfeature.DefaultFeatureGate.Enabled(features.UserNamespacesSupport) {
 		if err := utilfeature.DefaultMutableFeatureGate.Set(string(features.UserNamespacesSupport) + "=true"); err != nil {
 			benchfmt.Fatalf("enable %s: %v", features.UserNamespacesSupport, err)
 		}
 	}
-	root, err := os.MkdirTemp(parent, "userns-bench-")
-	if err != nil {
-		benchfmt.Fatalf("create pods folder: %v", err)
+	root := podsDir
+	if root == "" {
+		var err error
+		root, err = os.MkdirTemp(parent, "userns-bench-")
+		if err != nil {
+			benchfmt.Fatalf("create pods folder: %v", err)
+		}
+		defer os.RemoveAll(root)
+		writeHeld(root, held)
 	}
-	defer os.RemoveAll(root)
-
 	logger := klog.Background()
-	kl := &podsManager{root: root, maxPods: n}
+	kl := &podsManager{root: root, maxPods: held + n}
 	mgr, err := userns.MakeUserNsManager(logger, kl, nil)
 	if err != nil || mgr == nil {
 		benchfmt.Fatalf("MakeUserNsManager: %v (manager %v)", err, mgr)
@@ -154,6 +202,13 @@ func getOrCreateRelease(f *benchfmt.Flags, parent string, n int) {
 
 	hostUsers := false
 	podList := make([]*v1.Pod, n)
+	if podsDir != "" {
+		defer func() {
+			for _, pod := range podList {
+				os.Remove(filepath.Join(root, string(pod.UID)))
+			}
+		}()
+	}
 	for i, uid := range podUIDs(n) {
 		podList[i] = &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: "default", UID: uid},
@@ -181,6 +236,7 @@ func getOrCreateRelease(f *benchfmt.Flags, parent string, n int) {
 		return time.Since(start)
 	},
 		benchfmt.KV{Key: "pods", Value: n},
+		benchfmt.KV{Key: "held", Value: held},
 		benchfmt.KV{Key: "dir", Value: root},
 		benchfmt.KV{Key: "slots", Value: bitmapSlots},
 	)
