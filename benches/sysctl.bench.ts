@@ -1,7 +1,8 @@
-// Sysctl admission: admit a pod with 8 sysctls against the safe list + 20 patterns — kubenode
-// from JS (per pod, NUL-joined names in one crossing; the string-array crossing for comparison;
-// a 10k-pod batch in one crossing), a plain-TS port of upstream's allowlist, and upstream Go
-// pkg/kubelet/sysctl, in one run. The workload comes from the Go peer's own output.
+// Sysctl admission: admit a pod with 8 sysctls against the safe list + 20 patterns — the Rust core
+// timed like the Go peer, kubenode from JS (per pod; a 10k-pod batch in one crossing; the
+// NUL-joined-string and string-array crossings for comparison), a plain-TS port of upstream's
+// allowlist, and upstream Go pkg/kubelet/sysctl, in one run. The workload comes from the Go
+// peer's own output.
 
 import { sysctl } from '../ts/index.js';
 import { native } from '../ts/native.js';
@@ -14,6 +15,7 @@ import {
   type Measurement,
   measureJs,
   runGoPeer,
+  runJsonLines,
   speedup,
 } from './lib/harness.js';
 
@@ -86,9 +88,36 @@ export async function run(ctx: BenchContext): Promise<string> {
     if (!r.admit) throw new Error(`pod not admitted: ${r.message}`);
   }
 
+  // The Rust core alone, timed the way the Go peer times upstream's Admit.
+  const core = await runJsonLines(ctx, [
+    'cargo',
+    'run',
+    '--release',
+    '--quiet',
+    '-p',
+    'kubenode-sysctl',
+    '--example',
+    'bench_json',
+    '--',
+    ...(ctx.quick ? ['20000', '5'] : ['200000', '15']),
+    safe.join(','),
+    patterns.join(','),
+    names.join(','),
+  ]);
+  const c = core.find((r) => r.scenario === 'admit-pod-8-sysctls');
+  if (!c) throw new Error('bench_json printed no admit-pod-8-sysctls line');
+
+  // The NUL-joined-string crossing (the previous design): names joined in JS, read in Rust.
+  const joinedAdmit = (p: PodLike): string | null => {
+    const list = p.spec!.securityContext!.sysctls!;
+    let j = list[0]!.name ?? '';
+    for (let i = 1; i < list.length; i++) j += `\0${list[i]!.name ?? ''}`;
+    return raw.admitJoined(j, list.length, 0);
+  };
+
   const S = 'admit-pod-8-sysctls';
   const B = `admit-batch-${BATCH / 1000}k (per pod)`;
-  const rows: Measurement[] = [g];
+  const rows: Measurement[] = [g, c];
   rows.push(
     await measureJs(
       ctx,
@@ -96,6 +125,17 @@ export async function run(ctx: BenchContext): Promise<string> {
       'kubenode',
       () => {
         for (let k = 0; k < LOOP; k++) if (!allow.admit({ pod }).admit) throw new Error('rejected');
+      },
+      { opsPerCall: LOOP },
+    ),
+  );
+  rows.push(
+    await measureJs(
+      ctx,
+      S,
+      'kubenode (joined-string crossing)',
+      () => {
+        for (let k = 0; k < LOOP; k++) if (joinedAdmit(pod) !== null) throw new Error('rejected');
       },
       { opsPerCall: LOOP },
     ),
@@ -147,6 +187,26 @@ export async function run(ctx: BenchContext): Promise<string> {
     await measureJs(
       ctx,
       B,
+      'kubenode (joined-string batch)',
+      () => {
+        const counts = new Uint32Array(pods.length);
+        const flags = new Uint8Array(pods.length);
+        let j = '';
+        for (let p = 0; p < pods.length; p++) {
+          const list = pods[p]!.spec!.securityContext!.sysctls!;
+          counts[p] = list.length;
+          for (let i = 0; i < list.length; i++)
+            j = p === 0 && i === 0 ? (list[i]!.name ?? '') : `${j}\0${list[i]!.name ?? ''}`;
+        }
+        if (raw.admitMany(j, counts, flags).indexes.length !== 0) throw new Error('rejected');
+      },
+      { opsPerCall: BATCH },
+    ),
+  );
+  rows.push(
+    await measureJs(
+      ctx,
+      B,
       'kubenode (per-pod calls)',
       () => {
         for (const p of pods) if (!allow.admit({ pod: p }).admit) throw new Error('rejected');
@@ -167,11 +227,16 @@ export async function run(ctx: BenchContext): Promise<string> {
   );
   rows.push({ ...g, scenario: B, extra: undefined });
 
-  const perPod = rows.find((r) => r.scenario === S && r.peer === 'kubenode')!.medianNsPerOp;
+  const med = (sc: string, peer: string) =>
+    rows.find((r) => r.scenario === sc && r.peer === peer)!.medianNsPerOp;
+  const perPod = med(S, 'kubenode');
+  const batch = med(B, 'kubenode');
+  const goNs = med(S, 'go-upstream');
   const summary = [
-    `kubenode per pod from JS (including the napi crossing): ${fmtNs(perPod)} — ${fmtRatio(speedup(rows, S, 'go-upstream'))} upstream Go, ${fmtRatio(speedup(rows, S, 'plain-ts'))} plain TS; target ≥ 2× Go and ≤ 1 µs: ${speedup(rows, S, 'go-upstream') >= 2 && perPod <= 1000 ? 'met' : 'NOT met'}.`,
-    `Batch of ${BATCH} pods in one crossing: ${fmtNs(rows.find((r) => r.scenario === B && r.peer === 'kubenode')!.medianNsPerOp)} per pod — ${fmtRatio(speedup(rows, B, 'go-upstream'))} upstream Go (Go row: its per-pod Admit, same workload).`,
-    `Crossing choice: NUL-joined string vs string[]: ${fmtRatio(speedup(rows, S, 'kubenode (string[] crossing)'))} (the joined string is used).`,
+    `Rust core vs upstream Go, both timed in-process: ${fmtNs(med(S, 'kubenode-core'))} vs ${fmtNs(goNs)} per pod — ${fmtRatio(speedup(rows, S, 'go-upstream', 'kubenode-core'))} faster.`,
+    `kubenode per pod from JS (including the napi crossing): ${fmtNs(perPod)} — ${fmtRatio(speedup(rows, S, 'go-upstream'))} upstream Go, ${fmtRatio(speedup(rows, S, 'plain-ts'))} plain TS; target ≥ 2× Go and ≤ 1 µs: ${speedup(rows, S, 'go-upstream') >= 2 && perPod <= 1000 ? 'met' : perPod <= 1000 ? '≤ 1 µs met, ≥ 2× Go NOT met' : 'NOT met'}.`,
+    `Batch of ${BATCH} pods in one crossing: ${fmtNs(batch)} per pod — ${fmtRatio(goNs / batch)} upstream Go's per-pod Admit (same workload), ${fmtRatio(speedup(rows, B, 'plain-ts'))} plain TS.`,
+    `Crossings compared: names as indexes into a name table shared with Rust (used; each distinct name crosses as a string once) vs NUL-joined string ${fmtRatio(speedup(rows, S, 'kubenode (joined-string crossing)'))} (batch ${fmtRatio(speedup(rows, B, 'kubenode (joined-string batch)'))}) vs string[] ${fmtRatio(speedup(rows, S, 'kubenode (string[] crossing)'))}.`,
     `Workload: the Go peer's safe list for this kernel (${safe.length} entries; kubenode's v1.37 table has ${ours}) + ${patterns.length} patterns; sysctls ${names.join(', ')}.`,
   ].join('\n\n');
   return `${comparisonTable(rows)}\n\n${summary}\n`;
