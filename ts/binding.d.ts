@@ -101,6 +101,9 @@ export declare class UsernsCore {
   open(config: UsernsConfig): Promise<UsernsOutcome>
   getOrCreate(podUid: string): Promise<UsernsOutcome>
   release(podUid: string): Promise<UsernsOutcome>
+  /** One outcome per pod, in order. */
+  getOrCreateMany(podUids: Array<string>): Promise<UsernsOutcome[]>
+  releaseMany(podUids: Array<string>): Promise<UsernsOutcome>
   cleanup(pods: Array<string>, runningPods: Array<string>): Promise<UsernsOutcome>
   /** Every allocation, sorted by pod UID (waits for a running task). */
   allocations(): Array<UsernsAllocation>

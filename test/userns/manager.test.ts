@@ -253,6 +253,65 @@ describe('UserNsManager', () => {
     expect(m.allocations()).toEqual([]);
   });
 
+  it('batch calls give the same results as one call per pod, each pod settled on its own', async () => {
+    const one = await make({ podsDir: podsDir(), mappings: { firstId: L, length: 4 * L }, maxPods: 4 });
+    const many = await make({ podsDir: podsDir(), mappings: { firstId: L, length: 4 * L }, maxPods: 4 });
+    const pods = [
+      pod('a', false),
+      pod('b', true),
+      pod('../x', false),
+      pod('c', null),
+      pod('a', false),
+      pod('d', false),
+      pod('e', false),
+      pod('f', false),
+      pod('g', false),
+    ];
+    const seq: Array<PromiseSettledResult<userns.UserNamespace | null>> = [];
+    for (const p of pods) {
+      seq.push(
+        await one.getOrCreateUserNamespaceMappings(p).then(
+          (value) => ({ status: 'fulfilled' as const, value }),
+          (reason: unknown) => ({ status: 'rejected' as const, reason }),
+        ),
+      );
+    }
+    const got = await many.getOrCreateUserNamespaceMappingsMany(pods);
+    expect(got.map((r) => r.status)).toEqual(seq.map((r) => r.status));
+    got.forEach((r, i) => {
+      const s = seq[i];
+      if (r.status === 'fulfilled' && s?.status === 'fulfilled') expect(r.value).toEqual(s.value);
+      if (r.status === 'rejected' && s?.status === 'rejected') {
+        expect(r.reason).toMatchObject({ kind: (s.reason as { kind: string }).kind });
+        expect((r.reason as Error).message).toBe((s.reason as Error).message);
+      }
+    });
+    // a, d, e, f hold the 4 slots; g is refused as exhausted; bad UID and non-POD pods settle alone.
+    expect(got.map((r) => (r.status === 'rejected' ? (r.reason as { kind?: string }).kind : 'ok'))).toEqual([
+      'ok',
+      'ok',
+      'invalid-pod-uid',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'ok',
+      'exhausted',
+    ]);
+    expect(many.allocations()).toEqual(one.allocations());
+    await many.releaseMany(['a', 'zz', 'd']);
+    expect(many.allocations().map((a) => a.pod)).toEqual(['e', 'f']);
+    expect(readdirSync(path.join(many.podsDir, 'a'))).toEqual([]);
+    const again = await many.getOrCreateUserNamespaceMappingsMany([pod('g', false)], 'kata');
+    expect(again[0]?.status).toBe('fulfilled');
+    const refused = await make({ podsDir: podsDir(), runtimeHandlerSupportsUserns: false });
+    const r = await refused.getOrCreateUserNamespaceMappingsMany([pod('x', false), pod('y', true)], 'runc');
+    expect(r[0]).toMatchObject({ status: 'rejected', reason: { kind: 'unsupported' } });
+    expect(r[1]).toEqual({ status: 'fulfilled', value: { mode: 'NODE', uids: [], gids: [] } });
+    expect(refused.allocations()).toEqual([]);
+    await expect(many.releaseMany(['a', 1 as unknown as string])).rejects.toBeInstanceOf(TypeError);
+  });
+
   it('rejects pod UIDs that would leave the pods directory', async () => {
     const dir = podsDir();
     const m = await make({ podsDir: dir });

@@ -195,12 +195,9 @@ export class UserNsManager {
     throw new UsernsError('ERR_KUBENODE_UNSUPPORTED', 'unsupported', msg, { cause });
   }
 
-  /** `GetOrCreateUserNamespaceMappings`: null only when the gate is off and hostUsers unset. */
-  async getOrCreateUserNamespaceMappings(
-    pod: PodLike | null | undefined,
-    runtimeHandler = '',
-  ): Promise<UserNamespace | null> {
-    assertString('runtimeHandler', runtimeHandler);
+  /** The checks upstream makes before taking its lock: the answer when no range is needed,
+   * otherwise the pod's UID (the handler check comes after). */
+  #precheck(pod: PodLike | null | undefined): UserNamespace | null | { uid: string } {
     const hostUsers = pod?.spec?.hostUsers;
     if (pod === null || pod === undefined || hostUsers === undefined || hostUsers === null) {
       return this.enabled ? { mode: 'NODE', uids: [], gids: [] } : null;
@@ -214,11 +211,63 @@ export class UserNsManager {
       );
     }
     if (hostUsers) return { mode: 'NODE', uids: [], gids: [] };
-    const uid = podUidOf(pod);
+    return { uid: podUidOf(pod) };
+  }
+
+  /** `GetOrCreateUserNamespaceMappings`: null only when the gate is off and hostUsers unset. */
+  async getOrCreateUserNamespaceMappings(
+    pod: PodLike | null | undefined,
+    runtimeHandler = '',
+  ): Promise<UserNamespace | null> {
+    assertString('runtimeHandler', runtimeHandler);
+    const pre = this.#precheck(pod);
+    if (pre === null || !('uid' in pre)) return pre;
     await this.#handlerSupports(runtimeHandler);
     const core = this.#core as UsernsCore;
-    const o = outcomeOrThrow(await awaitNative(core.getOrCreate(uid)));
+    const o = outcomeOrThrow(await awaitNative(core.getOrCreate(pre.uid)));
     return { mode: 'POD', uids: o.uids, gids: o.gids };
+  }
+
+  /**
+   * `GetOrCreateUserNamespaceMappings` for several pods of one runtime handler, with one native
+   * task for all of them (in order, under the manager's lock: the same results as one call per
+   * pod, without a thread-pool round trip per pod). One settled result per pod, in order.
+   */
+  async getOrCreateUserNamespaceMappingsMany(
+    pods: ReadonlyArray<PodLike | null | undefined>,
+    runtimeHandler = '',
+  ): Promise<Array<PromiseSettledResult<UserNamespace | null>>> {
+    if (!Array.isArray(pods)) throw new KubenodeTypeError('pods must be an array');
+    assertString('runtimeHandler', runtimeHandler);
+    const out: Array<PromiseSettledResult<UserNamespace | null>> = [];
+    const pending: Array<[number, string]> = [];
+    for (const pod of pods) {
+      try {
+        const pre = this.#precheck(pod);
+        if (pre !== null && 'uid' in pre) pending.push([out.length, pre.uid]);
+        out.push({ status: 'fulfilled', value: pre !== null && 'uid' in pre ? null : pre });
+      } catch (reason) {
+        out.push({ status: 'rejected', reason });
+      }
+    }
+    if (pending.length === 0) return out;
+    try {
+      await this.#handlerSupports(runtimeHandler);
+    } catch (reason) {
+      for (const [i] of pending) out[i] = { status: 'rejected', reason };
+      return out;
+    }
+    const core = this.#core as UsernsCore;
+    const outcomes = await awaitNative(core.getOrCreateMany(pending.map(([, uid]) => uid)));
+    pending.forEach(([i], k) => {
+      const o = outcomes[k];
+      out[i] = !o
+        ? { status: 'rejected', reason: new KubenodeError('ERR_KUBENODE_INTERNAL', 'missing outcome') }
+        : o.error
+          ? { status: 'rejected', reason: fromTask(o.error) }
+          : { status: 'fulfilled', value: { mode: 'POD', uids: o.uids, gids: o.gids } };
+    });
+    return out;
   }
 
   /** `Release`: frees the pod's range and removes its file; unknown pods are a no-op. */
@@ -226,6 +275,14 @@ export class UserNsManager {
     assertString('podUid', podUid);
     if (!this.#core) return;
     outcomeOrThrow(await awaitNative(this.#core.release(podUid)));
+  }
+
+  /** `Release` for several pods in one native task (in order; unknown pods are a no-op). */
+  async releaseMany(podUids: readonly string[]): Promise<void> {
+    if (!Array.isArray(podUids)) throw new KubenodeTypeError('podUids must be an array');
+    for (const [i, u] of podUids.entries()) assertString(`podUids[${i}]`, u);
+    if (!this.#core) return;
+    outcomeOrThrow(await awaitNative(this.#core.releaseMany([...podUids])));
   }
 
   /** `CleanupOrphanedPodUsernsAllocations`. */

@@ -191,6 +191,8 @@ pub enum Op {
     Open(PathBuf, Config, Options),
     GetOrCreate(String),
     Release(String),
+    /// Releases in order under one lock: the same as one `Release` per pod, in one task.
+    ReleaseMany(Vec<String>),
     Cleanup(Vec<String>, Vec<String>),
 }
 
@@ -235,10 +237,47 @@ impl Task for ManagerTask {
                 }
                 None => outcome(Err(not_open())),
             },
+            Op::ReleaseMany(pods) => match g.as_mut() {
+                Some(m) => {
+                    for pod in &pods {
+                        m.release(pod);
+                    }
+                    outcome(Ok(None))
+                }
+                None => outcome(Err(not_open())),
+            },
             Op::Cleanup(pods, running) => match g.as_mut() {
                 Some(m) => outcome(m.cleanup_orphans(&pods, &running).map(|()| None)),
                 None => outcome(Err(not_open())),
             },
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(output)
+    }
+}
+
+/// `getOrCreate` for several pods in one task (in order, under one lock: the same as one call
+/// per pod), so a batch pays the thread-pool round trip once.
+pub struct GetOrCreateManyTask {
+    shared: Shared,
+    pods: Vec<String>,
+}
+
+impl Task for GetOrCreateManyTask {
+    type Output = Vec<UsernsOutcome>;
+    type JsValue = Vec<UsernsOutcome>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let pods = std::mem::take(&mut self.pods);
+        let mut g = guard(&self.shared);
+        Ok(match g.as_mut() {
+            Some(m) => pods
+                .iter()
+                .map(|p| outcome(m.get_or_create(p).map(Some)))
+                .collect(),
+            None => pods.iter().map(|_| outcome(Err(not_open()))).collect(),
         })
     }
 
@@ -290,6 +329,20 @@ impl UsernsCore {
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]
     pub fn release(&self, pod_uid: String) -> AsyncTask<ManagerTask> {
         self.task(Op::Release(pod_uid))
+    }
+
+    /// One outcome per pod, in order.
+    #[napi(ts_return_type = "Promise<UsernsOutcome[]>")]
+    pub fn get_or_create_many(&self, pod_uids: Vec<String>) -> AsyncTask<GetOrCreateManyTask> {
+        AsyncTask::new(GetOrCreateManyTask {
+            shared: self.shared.clone(),
+            pods: pod_uids,
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<UsernsOutcome>")]
+    pub fn release_many(&self, pod_uids: Vec<String>) -> AsyncTask<ManagerTask> {
+        self.task(Op::ReleaseMany(pod_uids))
     }
 
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]
