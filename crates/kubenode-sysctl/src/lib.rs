@@ -2,8 +2,9 @@
 //! (`component-helpers/node/util/sysctl`, `pkg/kubelet/sysctl`, the sysctl part of
 //! `pkg/apis/core/validation`), plus applying sysctls inside a pod's namespaces on Linux.
 //!
-//! Everything on the admission path is allocation-free for well-formed, dotted names; the name
-//! and pattern syntax is checked by hand-written matchers equivalent to upstream's regexes.
+//! Admitting a pod allocates nothing unless it is rejected (the message is built then) or a
+//! slash-separated name exceeds 256 bytes; the name and pattern syntax is checked by
+//! hand-written matchers equivalent to upstream's regexes.
 
 mod allowlist;
 mod apply;
