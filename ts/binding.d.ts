@@ -61,6 +61,11 @@ export declare class SysctlAllowlist {
   /** `NewAllowlist`; errors carry upstream's message. */
   constructor(patterns: Array<string>)
   /**
+   * This allowlist's slot for `sysctlAdmitStaged` (valid on this thread while the object
+   * lives).
+   */
+  get slot(): number
+  /**
    * Admits one pod: `joined` holds `count` (≥ 1) names separated by NUL. Returns null when
    * admitted, else the message (built only then). Throws `ERR_KUBENODE_CONFLICT` if a name
    * contains NUL (the caller then uses `admitList`).
@@ -259,6 +264,15 @@ export interface ServiceCidrPrefixInfo {
 
 export declare function servicecidrValidate(cidr: string): Array<string>
 
+/**
+ * Admits the pod staged in this thread's staging area against the allowlist in its slot.
+ * Returns 0 when admitted, `index << 2 | verdict` for the first forbidden sysctl (verdict
+ * 1 not allowlisted, 2 host network, 3 host IPC), or 0xFFFFFFFF when the staged words are not
+ * a valid pod (unknown slot or name index, count over capacity, no staging area). Takes no
+ * arguments: that is what makes it cheap to call.
+ */
+export declare function sysctlAdmitStaged(): number
+
 export interface SysctlAllowlistEntry {
   key: string
   namespace: string
@@ -361,6 +375,16 @@ export interface SysctlSafeRow {
 }
 
 export declare function sysctlSafeTable(): Array<SysctlSafeRow>
+
+/** How many sysctl ids fit in the staging area. */
+export declare function sysctlStagedCapacity(): number
+
+/**
+ * This thread's staging area for `sysctlAdmitStaged` (one per JS environment; the same
+ * buffer on every call): `[slot, count, flags, ids…]` as u32, `sysctlStagedCapacity()`
+ * ids at most. Throws `ERR_KUBENODE_UNSUPPORTED` where external buffers are not allowed.
+ */
+export declare function sysctlStagingBuffer(): ArrayBuffer
 
 export interface SysctlTarget {
   pid?: number

@@ -1,6 +1,8 @@
 // The kubelet's sysctl admit handler. TS extracts just the names and host flags; matching is one
 // native call per pod, or one per batch with `admitMany`. Names cross as indexes into a name
-// table shared with Rust, so a pod crosses as a few integers rather than strings.
+// table shared with Rust, so a pod crosses as a few integers rather than strings. A single pod
+// is written into a staging area shared with Rust and admitted by a zero-argument call (no
+// argument conversion at all); the message of a rejected pod is built natively only then.
 import type { SysctlAllowlist as NativeAllowlist } from '../binding.js';
 import { callNative, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
@@ -49,10 +51,29 @@ interface PodSpecLike {
 /** Host flags of the pod last read by `SysctlAllowlist.#encode` (saves a result object). */
 let podFlags = 0;
 
+// Staging area words: [slot, count, flags, ids…] (see crates/kubenode-node/src/sysctl/staged.rs).
+const STAGE_HEADER = 3;
+
+/**
+ * This thread's staging area, shared with Rust, or null where the runtime refuses external
+ * buffers (then every pod takes `admitIds`). Module-private: nothing else may hold it.
+ */
+const stage: Uint32Array | null = (() => {
+  try {
+    return new Uint32Array(native.sysctlStagingBuffer());
+  } catch {
+    return null;
+  }
+})();
+/** Most ids a staged pod can have; larger pods take `admitIds`. */
+const stageCapacity =
+  stage === null ? 0 : Math.min(native.sysctlStagedCapacity(), stage.length - STAGE_HEADER);
+
 export class SysctlAllowlist {
   /** Handler name in a `PodAdmitChain`. */
   readonly name = 'sysctl';
   readonly #n: NativeAllowlist;
+  readonly #slot: number;
 
   /** Prefer `newAllowlist`. */
   constructor(patterns: readonly string[]) {
@@ -69,6 +90,7 @@ export class SysctlAllowlist {
     } catch (e) {
       throw new SysctlAllowlistError((e as Error).message, { cause: e });
     }
+    this.#slot = this.#n.slot;
   }
 
   /** `Admit`: the first forbidden sysctl (spec order) rejects the pod with `SysctlForbidden`. */
@@ -79,6 +101,19 @@ export class SysctlAllowlist {
     if (this.#names.size >= MAX_NAMES) this.#resetNames();
     const count = this.#encode(attrs.pod, 0);
     if (count === 0) return ADMITTED;
+    const st = stage;
+    if (st !== null && count <= stageCapacity) {
+      // Staged only now: reading the pod can run getters (even another allowlist's admit), but
+      // nothing runs between filling the staging area and the call.
+      const ids = this.#ids;
+      for (let i = 0; i < count; i++) st[STAGE_HEADER + i] = ids[i]!;
+      st[0] = this.#slot;
+      st[1] = count;
+      st[2] = podFlags;
+      if (native.sysctlAdmitStaged() === 0) return ADMITTED;
+      // Rejected (or the staged words unreadable, never expected): `admitIds` builds upstream's
+      // message from the same ids natively, and throws typed errors for anything invalid.
+    }
     // Direct call: with registered indexes the binding has no failure mode to translate.
     const msg = this.#n.admitIds(this.#ids, count, podFlags);
     return msg === null ? ADMITTED : rejected(msg);
@@ -134,6 +169,7 @@ export class SysctlAllowlist {
     const hn = (spec as PodSpecLike | undefined)?.hostNetwork;
     const hi = (spec as PodSpecLike | undefined)?.hostIPC;
     let names: unknown[];
+    let flags: number;
     if (
       Array.isArray(list) &&
       !Array.isArray(pod) &&
@@ -142,13 +178,14 @@ export class SysctlAllowlist {
       (hn === undefined || typeof hn === 'boolean') &&
       (hi === undefined || typeof hi === 'boolean')
     ) {
-      podFlags = (hn === true ? HOST_NETWORK : 0) | (hi === true ? HOST_IPC : 0);
+      flags = (hn === true ? HOST_NETWORK : 0) | (hi === true ? HOST_IPC : 0);
       names = list;
     } else {
-      const { sysctls, flags } = podSysctls(pod);
+      const r = podSysctls(pod);
+      flags = r.flags;
       podFlags = flags;
-      if (sysctls === null) return 0;
-      names = sysctls;
+      if (r.sysctls === null) return 0;
+      names = r.sysctls;
     }
     const n = names.length;
     if (at + n > this.#ids.length) {
@@ -162,6 +199,8 @@ export class SysctlAllowlist {
         typeof s === 'object' && s !== null && !Array.isArray(s) ? (s as { name?: unknown }).name : undefined;
       this.#ids[at + i] = this.#id(typeof v === 'string' ? v : sysctlName(s, i));
     }
+    // Set last: reading a name may run a getter that admits another pod.
+    podFlags = flags;
     return n;
   }
 

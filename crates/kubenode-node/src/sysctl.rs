@@ -6,16 +6,18 @@
 use kubenode_sysctl::{
     apply_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
     is_valid_sysctl_pattern, normalize_name, probe, read_kernel_version, safe_sysctl_allowlist,
-    validate_sysctls, Allowlist, ApplyError, KernelVersion, NameTable, NsTarget, Verdict,
-    SAFE_SYSCTLS,
+    validate_sysctls, Allowlist, ApplyError, KernelVersion, NsTarget, Verdict, SAFE_SYSCTLS,
 };
 use napi::bindgen_prelude::{AsyncTask, Uint32Array, Uint8Array};
 use napi::{Env, JsString, JsValue, Task};
 use napi_derive::napi;
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use crate::errors::{err, Code, Result};
+
+mod staged;
 
 const HOST_NETWORK: u32 = 1;
 const HOST_IPC: u32 = 2;
@@ -164,9 +166,40 @@ pub struct SysctlRejections {
 
 #[napi(js_name = "SysctlAllowlist")]
 pub struct JsSysctlAllowlist {
-    inner: Allowlist,
+    /// Shared with this thread's slot registry, which the staged call reads.
+    shared: Rc<staged::Shared>,
+    slot: u32,
     scratch: RefCell<Scratch>,
-    names: RefCell<NameTable>,
+}
+
+impl Drop for JsSysctlAllowlist {
+    fn drop(&mut self) {
+        staged::unregister(self.slot);
+    }
+}
+
+/// This thread's staging area for `sysctlAdmitStaged` (one per JS environment; the same
+/// buffer on every call): `[slot, count, flags, ids…]` as u32, `sysctlStagedCapacity()`
+/// ids at most. Throws `ERR_KUBENODE_UNSUPPORTED` where external buffers are not allowed.
+#[napi(ts_return_type = "ArrayBuffer")]
+pub fn sysctl_staging_buffer(env: Env) -> Result<napi::Unknown<'static>> {
+    staged::staging_buffer(&env)
+}
+
+/// How many sysctl ids fit in the staging area.
+#[napi]
+pub fn sysctl_staged_capacity() -> u32 {
+    (staged::LEN - staged::HEADER) as u32
+}
+
+/// Admits the pod staged in this thread's staging area against the allowlist in its slot.
+/// Returns 0 when admitted, `index << 2 | verdict` for the first forbidden sysctl (verdict
+/// 1 not allowlisted, 2 host network, 3 host IPC), or 0xFFFFFFFF when the staged words are not
+/// a valid pod (unknown slot or name index, count over capacity, no staging area). Takes no
+/// arguments: that is what makes it cheap to call.
+#[napi]
+pub fn sysctl_admit_staged() -> u32 {
+    staged::admit_staged()
 }
 
 fn separator_conflict() -> crate::errors::Error {
@@ -281,11 +314,23 @@ impl JsSysctlAllowlist {
     #[napi(constructor)]
     pub fn new(patterns: Vec<String>) -> Result<Self> {
         let inner = Allowlist::new(&patterns).map_err(|e| err(Code::InvalidArg, e))?;
-        Ok(Self {
+        let shared = Rc::new(staged::Shared {
             inner,
-            scratch: RefCell::default(),
             names: RefCell::default(),
+        });
+        let slot = staged::register(Rc::clone(&shared))?;
+        Ok(Self {
+            shared,
+            slot,
+            scratch: RefCell::default(),
         })
+    }
+
+    /// This allowlist's slot for `sysctlAdmitStaged` (valid on this thread while the object
+    /// lives).
+    #[napi(getter)]
+    pub fn slot(&self) -> u32 {
+        self.slot
     }
 
     /// Admits one pod: `joined` holds `count` (≥ 1) names separated by NUL. Returns null when
@@ -296,7 +341,7 @@ impl JsSysctlAllowlist {
         let mut scratch = self.scratch.borrow_mut();
         let joined = read_joined(&joined, &mut scratch)?;
         admit_counted(
-            &self.inner,
+            &self.shared.inner,
             NulSplit(Some(&joined)),
             u64::from(count),
             flags,
@@ -307,13 +352,16 @@ impl JsSysctlAllowlist {
     /// the name → index map; registering twice gives two indexes).
     #[napi]
     pub fn intern(&self, name: String) -> u32 {
-        self.names.borrow_mut().intern(&self.inner, &name)
+        self.shared
+            .names
+            .borrow_mut()
+            .intern(&self.shared.inner, &name)
     }
 
     /// Forgets every registered name.
     #[napi]
     pub fn reset_names(&self) {
-        self.names.borrow_mut().clear();
+        self.shared.names.borrow_mut().clear();
     }
 
     /// Admits one pod whose sysctls are the registered names `ids[0..count]`. Returns null when
@@ -324,6 +372,7 @@ impl JsSysctlAllowlist {
             .get(..count as usize)
             .ok_or_else(|| err(Code::OutOfRange, "count exceeds the ids given"))?;
         let r = self
+            .shared
             .names
             .borrow()
             .admit(ids, flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
@@ -346,7 +395,7 @@ impl JsSysctlAllowlist {
                 "counts and flags must have the same length",
             ));
         }
-        let table = self.names.borrow();
+        let table = self.shared.names.borrow();
         let mut out = SysctlRejections {
             indexes: Vec::new(),
             messages: Vec::new(),
@@ -371,7 +420,8 @@ impl JsSysctlAllowlist {
 
     #[napi]
     pub fn admit_list(&self, names: Vec<String>, flags: u32) -> Option<String> {
-        self.inner
+        self.shared
+            .inner
             .admit(
                 names.iter().map(String::as_str),
                 flags & HOST_NETWORK != 0,
@@ -418,7 +468,10 @@ impl JsSysctlAllowlist {
                 u32::from(f) & HOST_IPC != 0,
             );
             let mut pod = names.by_ref().take(c as usize).inspect(|_| seen += 1);
-            let first = self.inner.admit_first(pod.by_ref(), host_net, host_ipc);
+            let first = self
+                .shared
+                .inner
+                .admit_first(pod.by_ref(), host_net, host_ipc);
             // Skip the rest of a rejected pod's names, so the next pod starts at its own.
             pod.for_each(drop);
             if let Some((name, v)) = first {
@@ -438,6 +491,7 @@ impl JsSysctlAllowlist {
     #[napi]
     pub fn entries(&self) -> Vec<SysctlAllowlistEntry> {
         let mut v: Vec<SysctlAllowlistEntry> = self
+            .shared
             .inner
             .exact()
             .map(|(k, ns)| SysctlAllowlistEntry {
@@ -445,11 +499,16 @@ impl JsSysctlAllowlist {
                 namespace: ns.as_str().to_string(),
                 prefix: false,
             })
-            .chain(self.inner.prefixes().map(|(k, ns)| SysctlAllowlistEntry {
-                key: k.to_string(),
-                namespace: ns.as_str().to_string(),
-                prefix: true,
-            }))
+            .chain(
+                self.shared
+                    .inner
+                    .prefixes()
+                    .map(|(k, ns)| SysctlAllowlistEntry {
+                        key: k.to_string(),
+                        namespace: ns.as_str().to_string(),
+                        prefix: true,
+                    }),
+            )
             .collect();
         v.sort_by(|a, b| a.key.cmp(&b.key).then(a.prefix.cmp(&b.prefix)));
         v

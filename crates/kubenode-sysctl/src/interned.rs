@@ -57,15 +57,39 @@ impl NameTable {
         host_net: bool,
         host_ipc: bool,
     ) -> Result<Result<(), AdmitError>, UnknownName> {
-        for &id in ids {
+        match self.first_rejection(ids.iter().copied(), host_net, host_ipc)? {
+            None => Ok(Ok(())),
+            Some((i, v)) => {
+                // `first_rejection` checked every id up to `i`.
+                let id = ids.get(i).copied().unwrap_or(u32::MAX);
+                let name = self.names.get(id as usize).ok_or(UnknownName(id))?;
+                Ok(v.into_result(name))
+            }
+        }
+    }
+
+    /// The position and verdict of the first forbidden name among `ids` (spec order), without
+    /// building a message; `None` admits the pod. Ids after the first rejection are not read.
+    #[inline]
+    pub fn first_rejection(
+        &self,
+        ids: impl IntoIterator<Item = u32>,
+        host_net: bool,
+        host_ipc: bool,
+    ) -> Result<Option<(usize, Verdict)>, UnknownName> {
+        for (i, id) in ids.into_iter().enumerate() {
             let class = *self.classes.get(id as usize).ok_or(UnknownName(id))?;
             let v = Verdict::of(class, host_net, host_ipc);
             if v != Verdict::Allowed {
-                let name = self.names.get(id as usize).ok_or(UnknownName(id))?;
-                return Ok(v.into_result(name));
+                return Ok(Some((i, v)));
             }
         }
-        Ok(Ok(()))
+        Ok(None)
+    }
+
+    /// The raw name registered under `id`.
+    pub fn name(&self, id: u32) -> Option<&str> {
+        self.names.get(id as usize).map(|n| &**n)
     }
 }
 
@@ -96,6 +120,29 @@ mod tests {
             }
         }
         assert_eq!(t.admit(&[], true, true), Ok(Ok(())));
+        let pod = [ids[0], ids[2], ids[5], ids[6]];
+        assert_eq!(
+            t.first_rejection(pod, false, false),
+            Ok(Some((2, Verdict::NotAllowlisted)))
+        );
+        assert_eq!(
+            t.first_rejection([ids[0], ids[2]], true, false),
+            Ok(Some((1, Verdict::HostNet)))
+        );
+        assert_eq!(
+            t.first_rejection([ids[0], ids[2]], false, true),
+            Ok(Some((0, Verdict::HostIpc)))
+        );
+        assert_eq!(t.first_rejection([ids[0], ids[2]], false, false), Ok(None));
+        assert_eq!(
+            t.first_rejection([ids[5], 99], false, false),
+            Ok(Some((0, Verdict::NotAllowlisted)))
+        );
+        assert_eq!(
+            t.first_rejection([ids[0], 99], false, false),
+            Err(UnknownName(99))
+        );
+        assert_eq!(t.name(ids[1]), Some("kernel/sem"));
         assert_eq!(t.admit(&[99], false, false), Err(UnknownName(99)));
         t.clear();
         assert_eq!(t.admit(&[0], false, false), Err(UnknownName(0)));
