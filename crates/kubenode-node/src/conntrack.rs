@@ -244,6 +244,30 @@ pub struct JsConntrack {
     progress: Arc<Progress>,
 }
 
+impl JsConntrack {
+    /// Converts the flows up front (so a bad one fails before any netlink work) and queues one
+    /// batched delete or create.
+    fn batch(
+        &self,
+        family_name: String,
+        flows: Vec<ConntrackFlow>,
+        create: bool,
+    ) -> Result<AsyncTask<BatchTask>> {
+        let family = family(&family_name)?;
+        let flows = flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| flow_in(i, f))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(AsyncTask::new(BatchTask {
+            ct: self.inner.clone(),
+            family,
+            flows,
+            create,
+        }))
+    }
+}
+
 #[napi]
 impl JsConntrack {
     /// Opens a handle in this process's network namespace, or in the one at `netns`.
@@ -295,18 +319,7 @@ impl JsConntrack {
         family_name: String,
         flows: Vec<ConntrackFlow>,
     ) -> Result<AsyncTask<BatchTask>> {
-        let family = family(&family_name)?;
-        let flows = flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| flow_in(i, f))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(AsyncTask::new(BatchTask {
-            ct: self.inner.clone(),
-            family,
-            flows,
-            create: false,
-        }))
+        self.batch(family_name, flows, false)
     }
 
     /// Creates entries (for tests and benchmarks that fill a table).
@@ -316,18 +329,7 @@ impl JsConntrack {
         family_name: String,
         flows: Vec<ConntrackFlow>,
     ) -> Result<AsyncTask<BatchTask>> {
-        let family = family(&family_name)?;
-        let flows = flows
-            .iter()
-            .enumerate()
-            .map(|(i, f)| flow_in(i, f))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(AsyncTask::new(BatchTask {
-            ct: self.inner.clone(),
-            family,
-            flows,
-            create: true,
-        }))
+        self.batch(family_name, flows, true)
     }
 
     /// One whole list → match → delete pass for `family`.
