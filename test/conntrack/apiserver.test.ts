@@ -63,13 +63,28 @@ async function updateSlice(name: string, mutate: (s: V1EndpointSlice) => void): 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitUntil<T>(what: string, f: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+/** `what` may be a thunk, so the message shows the state at the timeout (e.g. a child's stderr). */
+async function waitUntil<T>(
+  what: string | (() => string),
+  f: () => T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = f();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
     await sleep(50);
+  }
+}
+
+/** Deletes an EndpointSlice if it exists. */
+async function deleteSliceIfAny(name: string): Promise<void> {
+  try {
+    await disc.deleteNamespacedEndpointSlice({ name, namespace: NS });
+  } catch (e) {
+    if ((e as { code?: number }).code !== 404) throw e;
   }
 }
 
@@ -219,6 +234,9 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
 
 describe('kubenode conntrack reconcile', () => {
   it('runs passes against the API server in the given namespace and exits 0 on SIGTERM', async () => {
+    // Its own starting state, whatever ran before: no conntrack entries, a fresh dns slice.
+    ns.exec('conntrack', ['-F']);
+    await deleteSliceIfAny('dns-1');
     await disc.createNamespacedEndpointSlice({
       namespace: NS,
       body: slice(
@@ -229,8 +247,11 @@ describe('kubenode conntrack reconcile', () => {
       ),
     });
     ns.sendUdp([
+      [40001, DNS_VIP, 53],
       [40002, DNS_VIP, 53],
       [40003, DNS_VIP, 53],
+      [41000, OTHER_VIP, 53],
+      [41001, OTHER_VIP, 53],
     ]);
     expect(udpFlows()).toHaveLength(5);
 
@@ -263,13 +284,20 @@ describe('kubenode conntrack reconcile', () => {
     const passLines = () => stdout.split('\n').filter((l) => / IPv4: listed \d+/.test(l));
     try {
       // First pass: every endpoint serving, nothing stale.
-      await waitUntil(`the first pass (stderr: ${stderr})`, () => passLines().length >= 1, 60_000);
+      await waitUntil(
+        () => `the first pass (stderr: ${stderr})`,
+        () => passLines().length >= 1,
+        60_000,
+      );
       expect(passLines()[0]).toMatch(/IPv4: listed 5, stale 0, deleted 0 in \d+\.\d{3}s$/);
 
       await updateSlice('dns-1', (s) => {
         s.endpoints = [ep(EP[0] as string), ep(EP[1] as string)];
       });
-      await waitUntil('the cleanup pass', () => passLines().length >= 2);
+      await waitUntil(
+        () => `the cleanup pass (stderr: ${stderr})`,
+        () => passLines().length >= 2,
+      );
       expect(passLines()[1]).toMatch(/IPv4: listed 5, stale 1, deleted 1 /);
       expect(udpFlows()).not.toContain(`${DNS_VIP}:53 40003 -> ${EP[2]}`);
       expect(udpFlows()).toHaveLength(4);
@@ -279,4 +307,111 @@ describe('kubenode conntrack reconcile', () => {
     expect(await exited).toBe(0);
     expect(stderr).toBe('');
   }, 120_000);
+});
+
+describe('StaleFlowReconciler when things fail', () => {
+  it('restarts each failed watch with capped backoff during an outage and recovers after it', async () => {
+    await deleteSliceIfAny('dns-1');
+    await disc.createNamespacedEndpointSlice({
+      namespace: NS,
+      body: slice(
+        'dns',
+        'UDP',
+        5353,
+        EP.map((ip) => ep(ip)),
+      ),
+    });
+    const handle = await conntrack.Conntrack.open({ netns: ns.path });
+    let passes = 0;
+    const errors: unknown[] = [];
+    const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
+      conntrack: handle,
+      metrics: null,
+      minSyncPeriodMs: 100,
+      watchBackoff: { initialMs: 250, maxMs: 2000 },
+      onSync: () => {
+        passes++;
+      },
+      onError: (e) => {
+        errors.push(e);
+        // A throwing callback must not stop the restarts nor crash the process.
+        throw new Error('onError failed');
+      },
+    });
+    try {
+      await r.start();
+      await waitUntil('the first pass', () => passes >= 1);
+      await r.flush();
+      expect(errors).toEqual([]);
+
+      await api.kill();
+      await sleep(5000);
+      // Per informer: pauses of 250, 500, 1000, 2000 ms → at most 4 attempts each in 5 s.
+      // (Restarting both informers on each error doubled the attempts every second.)
+      const restarts = r.watchRestarts;
+      expect(restarts).toBeGreaterThanOrEqual(2);
+      expect(restarts).toBeLessThanOrEqual(10);
+      expect(errors.length).toBeGreaterThanOrEqual(2);
+      expect(errors.length).toBeLessThanOrEqual(restarts + 4);
+      // No runaway: the count stays put for a while.
+      await sleep(1000);
+      expect(r.watchRestarts).toBeLessThanOrEqual(restarts + 2);
+
+      await api.restart();
+      const before = passes;
+      const settled = r.watchRestarts;
+      // Once the watches are back, an endpoint change triggers a pass again (retried, since
+      // a watch resumes up to one backoff pause after the API server is ready).
+      const deadline = Date.now() + 30_000;
+      let n = 0;
+      while (passes === before && Date.now() < deadline) {
+        await updateSlice('dns-1', (s) => {
+          s.endpoints = [ep(EP[0] as string), ep(EP[1] as string, n++ % 2 === 0)];
+        });
+        await sleep(1500);
+      }
+      expect(passes, `no pass after the outage (errors: ${errors.map(String).join('; ')})`).toBeGreaterThan(
+        before,
+      );
+      // Healthy watches are not restarted again.
+      const after = r.watchRestarts;
+      await sleep(2000);
+      expect(r.watchRestarts).toBe(after);
+      expect(after).toBeLessThanOrEqual(settled + 4);
+    } finally {
+      await r.stop();
+      handle.close();
+    }
+  }, 120_000);
+
+  it('a failing pass with a throwing onError and onSync leaves the process running', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (e: unknown) => rejections.push(e);
+    process.on('unhandledRejection', onRejection);
+    const handle = await conntrack.Conntrack.open({ netns: ns.path });
+    handle.close(); // every pass fails
+    let calls = 0;
+    const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
+      conntrack: handle,
+      metrics: null,
+      minSyncPeriodMs: 50,
+      onSync: () => {
+        throw new Error('onSync failed');
+      },
+      onError: () => {
+        calls++;
+        throw new Error('onError failed');
+      },
+    });
+    try {
+      await r.start();
+      await waitUntil('the failed pass', () => calls >= 1);
+      await r.flush();
+      await sleep(200);
+      expect(rejections).toEqual([]);
+    } finally {
+      await r.stop();
+      process.off('unhandledRejection', onRejection);
+    }
+  }, 60_000);
 });

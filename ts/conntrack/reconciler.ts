@@ -16,6 +16,7 @@ import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import type { IPFamily } from './tables.js';
+import { observeList, type WatchBackoff, WatchSupervisor } from './watch.js';
 
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
@@ -26,8 +27,11 @@ export interface ReconcilerOptions {
   conntrack?: Conntrack;
   metrics?: ConntrackMetrics | null;
   dryRun?: boolean;
-  /** Called after each cleanup pass. */
+  /** Pauses before restarting a failed watch (capped exponential backoff per informer). */
+  watchBackoff?: WatchBackoff;
+  /** Called after each cleanup pass. An exception it throws goes to `onError`. */
   onSync?: (family: IPFamily, result: CleanResult) => void;
+  /** Called with each failed pass or watch. An exception it throws is dropped. */
   onError?: (err: unknown) => void;
 }
 
@@ -75,6 +79,7 @@ export class StaleFlowReconciler {
   #slices?: Informer<V1EndpointSlice> & ObjectCache<V1EndpointSlice>;
   #ct?: Conntrack;
   #ownCt = false;
+  #watches: WatchSupervisor<V1Service | V1EndpointSlice>[] = [];
   #timer: NodeJS.Timeout | undefined;
   #syncing: Promise<void> | undefined;
   #pending = false;
@@ -96,36 +101,68 @@ export class StaleFlowReconciler {
     this.#ownCt = this.#opts.conntrack === undefined;
     const core = this.#kc.makeApiClient(CoreV1Api);
     const disc = this.#kc.makeApiClient(DiscoveryV1Api);
-    this.#services = makeInformer(this.#kc, '/api/v1/services', () => core.listServiceForAllNamespaces());
-    this.#slices = makeInformer(this.#kc, '/apis/discovery.k8s.io/v1/endpointslices', () =>
-      disc.listEndpointSliceForAllNamespaces(),
+    // Each informer's list success resets only its own backoff.
+    let servicesListed = () => {};
+    let slicesListed = () => {};
+    this.#services = makeInformer(
+      this.#kc,
+      '/api/v1/services',
+      observeList(
+        () => core.listServiceForAllNamespaces(),
+        () => servicesListed(),
+      ),
     );
-    const onSlice = (s: V1EndpointSlice) => this.#sliceChanged(s, false);
+    this.#slices = makeInformer(
+      this.#kc,
+      '/apis/discovery.k8s.io/v1/endpointslices',
+      observeList(
+        () => disc.listEndpointSliceForAllNamespaces(),
+        () => slicesListed(),
+      ),
+    );
+    const guard =
+      <A extends unknown[]>(f: (...a: A) => void) =>
+      (...a: A) => {
+        try {
+          f(...a);
+        } catch (e) {
+          this.#report(e);
+        }
+      };
+    const onSlice = guard((s: V1EndpointSlice) => this.#sliceChanged(s, false));
     this.#slices.on('add', onSlice);
     this.#slices.on('update', onSlice);
-    this.#slices.on('delete', (s) => this.#sliceChanged(s, true));
-    this.#services.on('add', () => this.#schedule());
-    this.#services.on('update', () => this.#schedule());
-    this.#services.on('delete', () => this.#schedule());
-    const onError = (err: unknown) => {
-      // stop() aborts the watches; that abort is not an error to report.
-      if (this.#stopped) return;
-      this.#opts.onError?.(err);
-      // Informers stop on error; restart them after a pause, as client-go's reflector does.
-      if (!this.#stopped) setTimeout(() => void this.#restart(), 1000).unref();
-    };
-    this.#slices.on('error', onError);
-    this.#services.on('error', onError);
-    await Promise.all([this.#services.start(), this.#slices.start()]);
+    this.#slices.on(
+      'delete',
+      guard((s: V1EndpointSlice) => this.#sliceChanged(s, true)),
+    );
+    const onService = guard(() => this.#schedule());
+    this.#services.on('add', onService);
+    this.#services.on('update', onService);
+    this.#services.on('delete', onService);
+    const report = (err: unknown) => this.#report(err);
+    const backoff = this.#opts.watchBackoff;
+    const services = new WatchSupervisor(this.#services, report, backoff);
+    const slices = new WatchSupervisor(this.#slices, report, backoff);
+    servicesListed = () => services.healthy();
+    slicesListed = () => slices.healthy();
+    this.#watches = [services, slices];
+    await Promise.all([services.start(), slices.start()]);
     this.#schedule(0);
   }
 
-  async #restart(): Promise<void> {
+  /** Restart attempts of failed watches so far. */
+  get watchRestarts(): number {
+    return this.#watches.reduce((n, w) => n + w.restarts, 0);
+  }
+
+  /** Hands an error to `onError`; the callback's own exception must not take the process down. */
+  #report(err: unknown): void {
     if (this.#stopped) return;
     try {
-      await Promise.all([this.#services?.start(), this.#slices?.start()]);
-    } catch (e) {
-      this.#opts.onError?.(e);
+      this.#opts.onError?.(err);
+    } catch {
+      // Nothing left to tell: the error callback itself failed.
     }
   }
 
@@ -156,13 +193,15 @@ export class StaleFlowReconciler {
     if (this.#timer) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#syncing = this.#sync().finally(() => {
-        this.#syncing = undefined;
-        if (this.#pending) {
-          this.#pending = false;
-          this.#schedule();
-        }
-      });
+      this.#syncing = this.#sync()
+        .catch((e) => this.#report(e))
+        .finally(() => {
+          this.#syncing = undefined;
+          if (this.#pending) {
+            this.#pending = false;
+            this.#schedule();
+          }
+        });
     }, delay);
   }
 
@@ -187,7 +226,7 @@ export class StaleFlowReconciler {
         this.syncs++;
         this.#opts.onSync?.(family, r);
       } catch (e) {
-        this.#opts.onError?.(e);
+        this.#report(e);
       }
     }
   }
@@ -204,7 +243,7 @@ export class StaleFlowReconciler {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#syncing;
-    await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
+    await Promise.all(this.#watches.map((w) => w.stop()));
     if (this.#ownCt) this.#ct?.close();
   }
 }
