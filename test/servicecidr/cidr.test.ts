@@ -139,4 +139,17 @@ describe('CIDRIndex', () => {
       'containedInOther',
     );
   });
+
+  it('canDelete: an absent family label never matches the empty family of an unparsable CIDR', () => {
+    const ix = new servicecidr.CIDRIndex();
+    ix.upsert('j', ['junk', '10.1.0.0/24']);
+    const cidrs = ['junk', '10.1.0.0/24'];
+    expect(ix.canDelete('j', cidrs, [{ name: '10.1.0.9', family: undefined }]).outcome).toBe('noOrphans');
+    // Present but empty: upstream's `ip-family=` selector matches it.
+    expect(ix.canDelete('j', cidrs, [{ name: '10.1.0.9', family: '' }])).toEqual({
+      outcome: 'blocked',
+      ip: '10.1.0.9',
+      unparsable: [],
+    });
+  });
 });

@@ -166,14 +166,14 @@ export class CIDRIndex {
     cidrs: readonly string[],
     ips: readonly { name: string; family: string | undefined }[],
   ): DeleteCheck {
-    // A missing label never matches a selector value, not even the empty "unknown" family.
-    const missing = '\u0000';
+    // null: the label is absent, which never matches a selector value, not even the empty
+    // "unknown" family of an unparsable CIDR.
     const r = callNative(() =>
       this.#n.canDelete(
         name,
         [...cidrs],
         ips.map((i) => i.name),
-        ips.map((i) => i.family ?? missing),
+        ips.map((i) => i.family ?? null),
       ),
     );
     return {

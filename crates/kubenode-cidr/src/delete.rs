@@ -3,11 +3,11 @@
 use crate::{Addr, CidrIndex, Prefix};
 
 /// One IPAddress object managed by `ipallocator.k8s.io`: its name and its
-/// `ipaddress.kubernetes.io/ip-family` label value (empty when absent).
+/// `ipaddress.kubernetes.io/ip-family` label value (`None` when the label is absent).
 #[derive(Debug, Clone)]
 pub struct OrphanScan<'a> {
     pub name: &'a str,
-    pub family_label: &'a str,
+    pub family_label: Option<&'a str>,
 }
 
 /// The outcome of the deletion check.
@@ -58,8 +58,11 @@ impl CidrIndex {
             return DeleteCheck::ContainedInOther;
         }
         for c in cidrs {
+            // Upstream lists with the selector `ip-family=<family>`, which needs the label to be
+            // present: an absent label never matches, not even the empty family of an
+            // unparsable CIDR.
             let family = legacy_family_label(c.as_ref());
-            for ip in ips.iter().filter(|ip| ip.family_label == family) {
+            for ip in ips.iter().filter(|ip| ip.family_label == Some(family)) {
                 let Ok(addr) = Addr::parse(ip.name) else {
                     unparsable.push(ip.name.to_string());
                     continue;

@@ -110,7 +110,7 @@ fn ips<'a>(v: &'a [(&'a str, &'a str)]) -> Vec<OrphanScan<'a>> {
     v.iter()
         .map(|(n, f)| OrphanScan {
             name: n,
-            family_label: f,
+            family_label: Some(f),
         })
         .collect()
 }
@@ -216,5 +216,32 @@ fn can_delete_follows_upstream() {
     assert_eq!(
         ix.can_delete("x", &["junk"], &ips(&v), &mut Vec::new()),
         DeleteCheck::ContainedInOther
+    );
+}
+
+#[test]
+fn can_delete_absent_family_label_never_matches() {
+    // An unparsable CIDR has the empty family; upstream's `ip-family=` selector still needs the
+    // label to be present, so an IPAddress without it is not looked at.
+    let mut ix = CidrIndex::new();
+    ix.upsert("a", &["junk", "10.0.0.0/24"]);
+    let absent = [OrphanScan {
+        name: "10.0.0.9",
+        family_label: None,
+    }];
+    assert_eq!(
+        ix.can_delete("a", &["junk", "10.0.0.0/24"], &absent, &mut Vec::new()),
+        DeleteCheck::NoOrphans
+    );
+    // A label present with the empty value does match the empty family, as upstream.
+    let empty = [OrphanScan {
+        name: "10.0.0.9",
+        family_label: Some(""),
+    }];
+    assert_eq!(
+        ix.can_delete("a", &["junk", "10.0.0.0/24"], &empty, &mut Vec::new()),
+        DeleteCheck::BlockedBy {
+            ip: "10.0.0.9".into()
+        }
     );
 }

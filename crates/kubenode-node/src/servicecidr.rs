@@ -168,14 +168,14 @@ impl JsServiceCidrIndex {
     }
 
     /// Upstream `canDeleteCIDR` over the allocator-managed IPAddresses (`ips[i]` with family
-    /// label `families[i]`).
+    /// label `families[i]`, null when the label is absent).
     #[napi]
     pub fn can_delete(
         &self,
         name: String,
         cidrs: Vec<String>,
         ips: Vec<String>,
-        families: Vec<String>,
+        families: Vec<Option<String>>,
     ) -> Result<ServiceCidrDeleteCheck> {
         if ips.len() != families.len() {
             return Err(err(
@@ -188,7 +188,7 @@ impl JsServiceCidrIndex {
             .zip(&families)
             .map(|(n, f)| OrphanScan {
                 name: n,
-                family_label: f,
+                family_label: f.as_deref(),
             })
             .collect();
         let mut unparsable = Vec::new();
