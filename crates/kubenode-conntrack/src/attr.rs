@@ -129,7 +129,10 @@ pub struct Ack<'a> {
 }
 
 pub fn parse_ack<'a>(m: &Msg<'a>) -> Result<Ack<'a>> {
-    let errno = -ne32(m.payload)?;
+    // The kernel sends a negative errno; i32::MIN has no positive counterpart.
+    let errno = ne32(m.payload)?
+        .checked_neg()
+        .ok_or(Error::Malformed("invalid errno in NLMSG_ERROR"))?;
     let mut msg = None;
     if m.flags & NLM_F_ACK_TLVS != 0 {
         // With NETLINK_CAP_ACK (or on success) only the request header is echoed.
@@ -143,7 +146,11 @@ pub fn parse_ack<'a>(m: &Msg<'a>) -> Result<Ack<'a>> {
         } else {
             orig_len
         };
-        if let Some(tlvs) = m.payload.get(4 + align4(echoed)..) {
+        let tlv_start = echoed
+            .checked_add(3)
+            .map(|n| n & !3)
+            .and_then(|n| n.checked_add(4));
+        if let Some(tlvs) = tlv_start.and_then(|at| m.payload.get(at..)) {
             for a in Attrs::new(tlvs) {
                 let (ty, p) = a?;
                 if ty == NLMSGERR_ATTR_MSG {

@@ -88,25 +88,31 @@ impl Conntrack {
     /// stays bound to the namespace it was created in, so the handle works from any thread.
     pub fn open_in_netns(path: &str) -> Result<Self> {
         let p = path.to_owned();
-        let joined = std::thread::spawn(move || -> Result<NlSocket> {
-            let f = std::fs::File::open(&p).map_err(|e| Error::Netns {
-                path: p.clone(),
-                source: e,
-            })?;
-            // SAFETY: setns on this thread only; `f` is an open namespace file.
-            if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EPERM) {
-                    return Err(Error::Permission {
-                        op: "join network namespace",
-                    });
+        let spawned = std::thread::Builder::new()
+            .name("kubenode-ct-netns".into())
+            .spawn(move || -> Result<NlSocket> {
+                let f = std::fs::File::open(&p).map_err(|e| Error::Netns {
+                    path: p.clone(),
+                    source: e,
+                })?;
+                // SAFETY: setns on this thread only; `f` is an open namespace file.
+                if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() == Some(libc::EPERM) {
+                        return Err(Error::Permission {
+                            op: "join network namespace",
+                        });
+                    }
+                    return Err(Error::Netns { path: p, source: e });
                 }
-                return Err(Error::Netns { path: p, source: e });
-            }
-            NlSocket::open()
-        })
-        .join();
-        match joined {
+                NlSocket::open()
+            });
+        // Thread creation can fail (EAGAIN under limits): an error, not a panic.
+        let handle = spawned.map_err(|e| Error::Netns {
+            path: path.to_owned(),
+            source: e,
+        })?;
+        match handle.join() {
             Ok(r) => Ok(Self::with_socket(r?)),
             Err(_) => Err(Error::Netns {
                 path: path.to_owned(),
@@ -227,7 +233,11 @@ impl Conntrack {
                 }
                 match m.ty {
                     NLMSG_DONE => {
-                        let errno = crate::attr::ne32(m.payload).map(|v| -v).unwrap_or(0);
+                        // i32::MIN has no positive counterpart: an invalid errno.
+                        let errno = match crate::attr::ne32(m.payload) {
+                            Ok(v) => v.checked_neg().unwrap_or(libc::EINVAL),
+                            Err(_) => 0,
+                        };
                         if errno == libc::EINTR {
                             a.interrupted = true;
                         } else if errno != 0 {
@@ -316,7 +326,7 @@ impl Conntrack {
     /// Deletes `flows` by exact original tuple and zone, each guarded by its `CTA_ID` when
     /// known, many per `sendmsg`. ENOENT is reported as `not_found`.
     pub fn delete(&mut self, family: Family, flows: &[Flow]) -> Result<BatchReport> {
-        self.run_batch(flows.len(), |b, i, seq| match flows.get(i) {
+        self.run_batch(flows.len(), libc::ENOENT, |b, i, seq| match flows.get(i) {
             Some(f) => encode_delete(b, family, f, seq, 0),
             None => Err(Error::InvalidArgument("index out of range".into())),
         })
@@ -324,7 +334,7 @@ impl Conntrack {
 
     /// Creates entries (tests and benchmarks fill tables with this), many per `sendmsg`.
     pub fn create(&mut self, family: Family, flows: &[Flow]) -> Result<BatchReport> {
-        self.run_batch(flows.len(), |b, i, seq| match flows.get(i) {
+        self.run_batch(flows.len(), libc::EEXIST, |b, i, seq| match flows.get(i) {
             Some(f) => encode_new(b, family, f, seq, 0),
             None => Err(Error::InvalidArgument("index out of range".into())),
         })
@@ -333,8 +343,10 @@ impl Conntrack {
     /// Sends `n` requests produced by `encode` in as few `sendmsg` calls as the socket allows.
     /// Only failures are acked by the kernel (plus the explicit ack asked for on each batch's
     /// last request, which marks the end of its replies). If acks are dropped (ENOBUFS), the
-    /// requests without a known outcome are sent again.
-    fn run_batch<E>(&mut self, n: usize, encode: E) -> Result<BatchReport>
+    /// requests without a known outcome are sent again; a successful request is not acked, so
+    /// its re-send fails with `resent_ok` (ENOENT for a delete, EEXIST for a create), which then
+    /// counts as the success of the earlier send.
+    fn run_batch<E>(&mut self, n: usize, resent_ok: i32, encode: E) -> Result<BatchReport>
     where
         E: Fn(&mut MsgBuf, usize, u32) -> Result<()>,
     {
@@ -366,7 +378,8 @@ impl Conntrack {
                     break;
                 }
                 let seqs = (first_seq, last_seq);
-                let lost = self.send_and_collect(&items, seqs, &mut status, &mut rep)?;
+                let resent = (round > 1).then_some(resent_ok);
+                let lost = self.send_and_collect(&items, seqs, resent, &mut status, &mut rep)?;
                 if !lost {
                     break;
                 }
@@ -448,6 +461,7 @@ impl Conntrack {
         &mut self,
         items: &[usize],
         (first_seq, last_seq): (u32, u32),
+        resent_ok: Option<i32>,
         status: &mut [i32],
         rep: &mut BatchReport,
     ) -> Result<bool> {
@@ -482,13 +496,19 @@ impl Conntrack {
                     continue;
                 };
                 let ack = parse_ack(&m)?;
+                // A re-sent request whose earlier send already succeeded (its ack was dropped).
+                let errno = if Some(ack.errno) == resent_ok {
+                    0
+                } else {
+                    ack.errno
+                };
                 if let Some(s) = status.get_mut(item) {
-                    *s = ack.errno;
+                    *s = errno;
                 }
-                if ack.errno != 0 && ack.errno != libc::ENOENT {
+                if errno != 0 && errno != libc::ENOENT {
                     rep.first_error.get_or_insert_with(|| {
                         let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
-                        from_errno(OP, ack.errno, msg.unwrap_or_default()).to_string()
+                        from_errno(OP, errno, msg.unwrap_or_default()).to_string()
                     });
                 }
                 if m.seq == last_seq {

@@ -302,3 +302,25 @@ fn error_ack_with_extended_message() {
     assert_eq!(ack.errno, 22);
     assert_eq!(ack.msg, Some(&b"bad tuple"[..]));
 }
+
+#[test]
+fn error_ack_with_unnegatable_errno_or_huge_echo_length() {
+    // i32::MIN has no positive errno: a malformed message, not an overflow.
+    let mut v = hdr(0, 2, 0, 4);
+    v.extend(i32::MIN.to_le_bytes());
+    v.extend(hdr(16, 0x0102, 1, 4));
+    let len = v.len() as u32;
+    v[..4].copy_from_slice(&len.to_le_bytes());
+    let m = Msgs::new(&v).next().unwrap().unwrap();
+    assert!(parse_ack(&m).is_err());
+
+    // ACK_TLVS with an echoed length near u32::MAX: no TLVs found, no overflow.
+    let mut v = hdr(0, 2, 0x200, 4);
+    v.extend((-22i32).to_le_bytes());
+    v.extend(hdr(u32::MAX, 0x0102, 1, 4));
+    let len = v.len() as u32;
+    v[..4].copy_from_slice(&len.to_le_bytes());
+    let m = Msgs::new(&v).next().unwrap().unwrap();
+    let ack = parse_ack(&m).unwrap();
+    assert_eq!((ack.errno, ack.msg), (22, None));
+}
