@@ -1,6 +1,6 @@
 // Real namespaces: the test creates them with unshare(1) as root and checks the host is untouched.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sysctl } from '../../ts/index.js';
 
@@ -84,6 +84,12 @@ describe('applySysctls', () => {
     await expect(
       sysctl.applySysctls({ pid }, [{ name: 'user.max_user_namespaces', value: '1' }]),
     ).rejects.toMatchObject({ code: 'ERR_KUBENODE_UNSUPPORTED' });
+    await expect(
+      sysctl.applySysctls({ pid }, [{ name: 'net.//.//.//.etc.shadow', value: '1' }]),
+    ).rejects.toMatchObject({
+      code: 'ERR_KUBENODE_INVALID_ARG',
+      message: 'sysctl "net.//.//.//.etc.shadow" is not a valid sysctl name',
+    });
     await expect(sysctl.applySysctls({ pid: 1.5 }, [])).rejects.toThrow(/pid must be an integer/);
     await expect(
       sysctl.applySysctls({ pid }, [{ name: 7 as unknown as string, value: '1' }]),
@@ -124,10 +130,40 @@ describe('probe', () => {
     expect(paths.map(host)).toEqual(before);
   });
 
-  it('reports a global sysctl as leaked and restores it', async () => {
-    const before = host('/proc/sys/vm/stat_interval');
-    const r = await sysctl.probe(['vm.stat_interval']);
-    expect(r.results[0]?.outcome).toBe('leaked');
-    expect(host('/proc/sys/vm/stat_interval')).toBe(before);
+  it('never writes a sysctl outside the net/IPC/UTS namespaces', async () => {
+    const paths = [
+      '/proc/sys/vm/stat_interval',
+      '/proc/sys/kernel/core_pattern',
+      '/proc/sys/user/max_user_namespaces',
+    ];
+    const before = paths.map(host);
+    const r = await sysctl.probe(['vm.stat_interval', 'kernel.core_pattern', 'user/max_user_namespaces']);
+    expect(r.results.map((x) => [x.name, x.namespace, x.outcome, x.hostValue])).toEqual([
+      ['vm.stat_interval', '', 'not-namespaced', undefined],
+      ['kernel.core_pattern', '', 'not-namespaced', undefined],
+      ['user.max_user_namespaces', 'User', 'not-namespaced', undefined],
+    ]);
+    expect(r.results[0]?.detail).toBe('sysctl "vm.stat_interval" is not in a separate kernel namespace');
+    expect(r.summary['not-namespaced']).toBe(3);
+    expect(r.summary.leaked).toBe(0);
+    expect(paths.map(host)).toEqual(before);
+  });
+
+  it('rejects a name that would leave /proc/sys before writing anything', async () => {
+    // The traversal would reach this scratch file; nothing else could ever be touched.
+    const dir = mkdtempSync('/tmp/kubenodeprobe');
+    const file = `${dir}/f`;
+    writeFileSync(file, '42\n');
+    try {
+      const name = `net.//.//.//.${dir.slice(1).replaceAll('/', '.')}.f`;
+      expect(sysctl.normalizeName(name)).toBe(name);
+      await expect(sysctl.probe(['net.ipv4.tcp_rmem', name])).rejects.toMatchObject({
+        code: 'ERR_KUBENODE_INVALID_ARG',
+        message: `sysctl ${JSON.stringify(name)} is not a valid sysctl name`,
+      });
+      expect(readFileSync(file, 'utf8')).toBe('42\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

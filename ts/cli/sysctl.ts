@@ -129,7 +129,7 @@ export function registerSysctl(program: Command): void {
       }
       const s = report.summary;
       process.stdout.write(
-        `${s.isolated} isolated, ${s.leaked} leaked, ${s.absent} absent, ${s.unchangeable} unchangeable, ${s.error} errors\n`,
+        `${s.isolated} isolated, ${s.leaked} leaked, ${s.absent} absent, ${s.unchangeable} unchangeable, ${s['not-namespaced']} not namespaced (skipped), ${s.error} errors\n`,
       );
     }
     if (report.summary.leaked > 0) throw new CliExit(1);

@@ -85,7 +85,7 @@ export async function applySysctls(
   return outcome.applied;
 }
 
-export type ProbeOutcome = 'isolated' | 'leaked' | 'absent' | 'unchangeable' | 'error';
+export type ProbeOutcome = 'isolated' | 'leaked' | 'absent' | 'unchangeable' | 'not-namespaced' | 'error';
 
 export interface ProbeResult {
   name: string;
@@ -108,7 +108,9 @@ export function defaultProbeNames(): string[] {
 
 /**
  * For each sysctl: change it in throwaway net/IPC/UTS namespaces and check that the host value
- * did not move (restoring it if it did). Needs root.
+ * did not move (restoring it if it did). Names outside the net/IPC/UTS tables are reported as
+ * `not-namespaced` and never touched; an invalid name rejects the whole call before anything is
+ * written (`ERR_KUBENODE_INVALID_ARG`). Needs root.
  */
 export async function probe(names?: readonly string[]): Promise<ProbeReport> {
   linuxOnly('probe');
@@ -125,6 +127,7 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
     leaked: 0,
     absent: 0,
     unchangeable: 0,
+    'not-namespaced': 0,
     error: 0,
   };
   const results = outcome.results.map((r) => {

@@ -553,6 +553,7 @@ fn task_error(e: &ApplyError) -> SysctlTaskError {
     let code = match e {
         ApplyError::InvalidName(_)
         | ApplyError::NotNamespaced(_)
+        | ApplyError::UnsafePath { .. }
         | ApplyError::MissingNamespace { .. } => Code::InvalidArg,
         ApplyError::UserNamespace(_) => Code::Unsupported,
         ApplyError::HostNamespace(_) => Code::Conflict,
@@ -632,7 +633,7 @@ pub fn sysctl_apply(
 pub struct SysctlProbeResult {
     pub name: String,
     pub namespace: String,
-    /// `isolated`, `leaked`, `absent`, `unchangeable` or `error`.
+    /// `isolated`, `leaked`, `absent`, `unchangeable`, `not-namespaced` or `error`.
     pub outcome: String,
     pub host_value: Option<String>,
     pub probe_value: Option<String>,

@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use thiserror::Error;
@@ -43,12 +43,17 @@ pub enum ApplyError {
     HostNamespace(&'static str),
     #[error("opening namespace {path}: {message}")]
     OpenNamespace { path: String, message: String },
+    /// `permission`: the kernel answered EPERM (no CAP_SYS_ADMIN), not some other failure.
     #[error("joining {ns} namespace {path}: {message}")]
     Setns {
         ns: &'static str,
         path: String,
         message: String,
+        permission: bool,
     },
+    /// A path that would leave `/proc/sys/` (or is not plain there); never opened.
+    #[error("refusing to open {path}: not a plain path under /proc/sys/")]
+    UnsafePath { path: String },
     #[error("sysctl {}: {message}", go_quote(.name))]
     Io {
         name: String,
@@ -83,6 +88,35 @@ pub fn proc_path(normalized: &str) -> String {
     p
 }
 
+/// `setns`/`unshare` failure from `errno`.
+pub(crate) fn setns_err(ns: &'static str, path: String, e: &std::io::Error) -> ApplyError {
+    ApplyError::Setns {
+        ns,
+        path,
+        message: e.to_string(),
+        permission: e.raw_os_error() == Some(libc::EPERM),
+    }
+}
+
+/// Whether `path` is `/proc/sys/` plus components that are neither empty, `.` nor `..`: a
+/// valid name always gives such a path, and nothing else is ever opened for reading or writing.
+fn is_plain_proc_sys_path(path: &str) -> bool {
+    path.strip_prefix("/proc/sys/").is_some_and(|rest| {
+        rest.split('/')
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'))
+    })
+}
+
+fn checked(path: &str) -> Result<(), ApplyError> {
+    if is_plain_proc_sys_path(path) {
+        Ok(())
+    } else {
+        Err(ApplyError::UnsafePath {
+            path: path.to_string(),
+        })
+    }
+}
+
 pub(crate) fn io_err(name: &str, e: &std::io::Error) -> ApplyError {
     ApplyError::Io {
         name: name.to_string(),
@@ -92,8 +126,12 @@ pub(crate) fn io_err(name: &str, e: &std::io::Error) -> ApplyError {
 }
 
 pub(crate) fn read_value(name: &str, path: &str) -> Result<String, ApplyError> {
+    checked(path)?;
     let mut s = String::new();
-    File::open(path)
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
         .and_then(|mut f| f.read_to_string(&mut s))
         .map_err(|e| io_err(name, &e))?;
     Ok(s.trim_end_matches('\n').to_string())
@@ -101,8 +139,10 @@ pub(crate) fn read_value(name: &str, path: &str) -> Result<String, ApplyError> {
 
 /// One `write(2)` at offset 0: procfs sysctls parse exactly what one write delivers.
 pub(crate) fn write_value(name: &str, path: &str, value: &str) -> Result<(), ApplyError> {
+    checked(path)?;
     let mut f = OpenOptions::new()
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| io_err(name, &e))?;
     let n = f.write(value.as_bytes()).map_err(|e| io_err(name, &e))?;
@@ -138,6 +178,19 @@ impl Kind {
             Kind::Uts => libc::CLONE_NEWUTS,
         }
     }
+}
+
+/// The normalised name and namespace of a sysctl that may be written in a net, IPC or UTS
+/// namespace; every other name is refused here, before any file is opened.
+pub(crate) fn writable_name(raw: &str) -> Result<(String, Namespace), ApplyError> {
+    kind_of(raw).map(|(name, kind)| {
+        let ns = match kind {
+            Kind::Net => Namespace::Net,
+            Kind::Ipc => Namespace::Ipc,
+            Kind::Uts => Namespace::Uts,
+        };
+        (name, ns)
+    })
 }
 
 fn kind_of(raw: &str) -> Result<(String, Kind), ApplyError> {
@@ -226,11 +279,7 @@ pub fn apply_sysctls(
                 // SAFETY: a valid open fd and a CLONE_NEW* flag; affects only this thread.
                 if unsafe { libc::setns(f.as_raw_fd(), kind.flag()) } != 0 {
                     let e = std::io::Error::last_os_error();
-                    return Err(ApplyError::Setns {
-                        ns: kind.label(),
-                        path: path.clone(),
-                        message: e.to_string(),
-                    });
+                    return Err(setns_err(kind.label(), path.clone(), &e));
                 }
             }
             write_all(&plan)
@@ -287,6 +336,43 @@ mod tests {
     }
 
     #[test]
+    fn never_opens_outside_proc_sys() {
+        // Invalid names may map to a traversal; the open itself refuses it, whoever asks.
+        let escape = proc_path("net.//.//.//.etc.shadow");
+        assert_eq!(escape, "/proc/sys/net/../../../etc/shadow");
+        for bad in [
+            escape.as_str(),
+            "/etc/shadow",
+            "/proc/sys",
+            "/proc/sys/",
+            "/proc/sys/net//ipv4",
+            "/proc/sys/./net",
+            "/proc/sysfoo/x",
+            "/proc/sys/net/ipv4/\0",
+        ] {
+            let want = ApplyError::UnsafePath { path: bad.into() };
+            assert_eq!(read_value("x", bad), Err(want.clone()), "{bad:?}");
+            assert_eq!(write_value("x", bad, "1"), Err(want), "{bad:?}");
+        }
+        assert!(is_plain_proc_sys_path(
+            "/proc/sys/net/ipv4/conf/eno2.100/rp_filter"
+        ));
+        // Every valid name gives a plain path.
+        for n in [
+            "a",
+            "net.ipv4.conf.eno2/100.rp_filter",
+            "a/b.c",
+            "kernel/sem",
+        ] {
+            assert!(is_valid_sysctl_name(n));
+            assert!(
+                is_plain_proc_sys_path(&proc_path(&normalize_name(n))),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
     fn refuses_before_touching_anything() {
         let t = NsTarget::Pid(std::process::id());
         let one = |n: &str| apply_sysctls(&t, &[(n.to_string(), "1".to_string())]).unwrap_err();
@@ -307,6 +393,10 @@ mod tests {
             ApplyError::InvalidName(_)
         ));
         assert!(matches!(one("net.*"), ApplyError::InvalidName(_)));
+        assert_eq!(
+            one("net.//.//.//.etc.shadow"),
+            ApplyError::InvalidName("net.//.//.//.etc.shadow".into())
+        );
         // Our own namespaces are the host's.
         assert_eq!(
             one("net.ipv4.tcp_syncookies"),

@@ -1,11 +1,13 @@
 //! Empirical check that sysctls are namespaced on the running kernel: a dedicated thread
 //! unshares fresh net, IPC and UTS namespaces, changes each value there, and the calling thread
 //! (still in the original namespaces) confirms the host value did not move — restoring it at
-//! once if it did.
+//! once if it did. Only names in the net, IPC and UTS tables are written: anything else would
+//! change the host's live value (the probe thread shares every other namespace with the host).
 
 use std::sync::mpsc;
 
-use crate::apply::{proc_path, read_value, write_value, ApplyError};
+use crate::apply::{proc_path, read_value, setns_err, writable_name, write_value, ApplyError};
+use crate::name::is_valid_sysctl_name;
 use crate::namespace::{namespace_of, Namespace, EXACT};
 use crate::normalize::normalize_name;
 use crate::safe::SAFE_SYSCTLS;
@@ -20,6 +22,9 @@ pub enum ProbeOutcome {
     Absent,
     /// Present, but no candidate value was accepted (or the value is not numeric).
     Unchangeable,
+    /// Outside the net, IPC and UTS namespaces (or in the User namespace): writing it would
+    /// change the host, so it is neither read nor written.
+    NotNamespaced,
     /// Reading or writing failed.
     Error,
 }
@@ -31,6 +36,7 @@ impl ProbeOutcome {
             ProbeOutcome::Leaked => "leaked",
             ProbeOutcome::Absent => "absent",
             ProbeOutcome::Unchangeable => "unchangeable",
+            ProbeOutcome::NotNamespaced => "not-namespaced",
             ProbeOutcome::Error => "error",
         }
     }
@@ -117,8 +123,12 @@ fn host_side(ask: Ask) -> Result<String, String> {
     }
 }
 
-/// Probes `names` (see [`default_probe_names`]). Needs CAP_SYS_ADMIN for `unshare`.
+/// Probes `names` (see [`default_probe_names`]). Needs CAP_SYS_ADMIN for `unshare`. Every name
+/// is checked before anything is touched: one invalid name fails the whole call.
 pub fn probe(names: &[String]) -> Result<Vec<ProbeResult>, ApplyError> {
+    if let Some(bad) = names.iter().find(|n| !is_valid_sysctl_name(n)) {
+        return Err(ApplyError::InvalidName(bad.clone()));
+    }
     let (ask_tx, ask_rx) = mpsc::channel::<Ask>();
     let (ans_tx, ans_rx) = mpsc::channel::<Result<String, String>>();
     let names = names.to_vec();
@@ -131,11 +141,7 @@ pub fn probe(names: &[String]) -> Result<Vec<ProbeResult>, ApplyError> {
             } != 0
             {
                 let e = std::io::Error::last_os_error();
-                return Err(ApplyError::Setns {
-                    ns: "net+ipc+uts",
-                    path: "unshare(2)".into(),
-                    message: e.to_string(),
-                });
+                return Err(setns_err("net+ipc+uts", "unshare(2)".into(), &e));
             }
             let mut ask = |a: Ask| -> Result<String, String> {
                 ask_tx.send(a).map_err(|e| e.to_string())?;
@@ -156,17 +162,23 @@ pub fn probe(names: &[String]) -> Result<Vec<ProbeResult>, ApplyError> {
 }
 
 fn probe_one(raw: &str, ask: &mut dyn FnMut(Ask) -> Result<String, String>) -> ProbeResult {
-    let name = normalize_name(raw).into_owned();
-    let namespace = namespace_of(&name);
-    let path = proc_path(&name);
     let mut r = ProbeResult {
-        name: name.clone(),
-        namespace,
+        name: normalize_name(raw).into_owned(),
+        namespace: namespace_of(&normalize_name(raw)),
         outcome: ProbeOutcome::Error,
         host_value: None,
         probe_value: None,
         detail: None,
     };
+    let name = match writable_name(raw) {
+        Ok((name, _)) => name,
+        Err(e) => {
+            r.outcome = ProbeOutcome::NotNamespaced;
+            r.detail = Some(e.to_string());
+            return r;
+        }
+    };
+    let path = proc_path(&name);
     let original = match read_value(&name, &path) {
         Ok(v) => v,
         Err(ApplyError::Io { message, .. }) if !std::path::Path::new(&path).exists() => {

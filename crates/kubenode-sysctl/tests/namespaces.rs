@@ -180,11 +180,60 @@ fn probe_finds_the_safe_list_isolated() {
 }
 
 #[test]
-fn probe_detects_and_restores_a_global_sysctl() {
-    // vm.* is not namespaced: the probe must see the host move and put it back.
-    let path = "/proc/sys/vm/stat_interval";
-    let before = host(path);
-    let r = probe(&["vm.stat_interval".to_string()]).unwrap();
-    assert_eq!(r[0].outcome, ProbeOutcome::Leaked, "{:?}", r[0]);
-    assert_eq!(host(path), before);
+fn probe_never_writes_a_host_wide_sysctl() {
+    // Outside the net/IPC/UTS tables the probe thread shares the host's value: not touched.
+    let paths = [
+        "/proc/sys/vm/stat_interval",
+        "/proc/sys/kernel/core_pattern",
+        "/proc/sys/user/max_user_namespaces",
+    ];
+    let before: Vec<String> = paths.iter().map(|p| host(p)).collect();
+    let names: Vec<String> = [
+        "vm.stat_interval",
+        "kernel/core_pattern",
+        "user.max_user_namespaces",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let r = probe(&names).unwrap();
+    for (res, want) in r.iter().zip([
+        "sysctl \"vm.stat_interval\" is not in a separate kernel namespace",
+        "sysctl \"kernel.core_pattern\" is not in a separate kernel namespace",
+        "sysctl \"user.max_user_namespaces\" is in the User namespace",
+    ]) {
+        assert_eq!(res.outcome, ProbeOutcome::NotNamespaced, "{res:?}");
+        assert_eq!(res.host_value, None, "{res:?}");
+        assert!(
+            res.detail.as_deref().unwrap_or("").starts_with(want),
+            "{res:?}"
+        );
+    }
+    assert_eq!(r[1].name, "kernel.core_pattern");
+    let after: Vec<String> = paths.iter().map(|p| host(p)).collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn probe_refuses_a_traversal_name_before_writing() {
+    // A file the traversal would reach (`/proc/sys/net/../../../tmp/<dir>/f`): it must keep
+    // its content. Only this scratch file could ever be touched.
+    let dir = format!("/tmp/kubenode-probe-traversal-{}", std::process::id());
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = format!("{dir}/f");
+    std::fs::write(&file, "42\n").unwrap();
+    let name = format!(
+        "net.//.//.//.tmp.kubenode-probe-traversal-{}.f",
+        std::process::id()
+    );
+    assert_eq!(
+        kubenode_sysctl::proc_path(&name),
+        format!("/proc/sys/net/../../..{file}")
+    );
+    let names = vec!["net.ipv4.tcp_rmem".to_string(), name.clone()];
+    let r = probe(&names);
+    let content = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(r, Err(ApplyError::InvalidName(name)));
+    assert_eq!(content, "42\n");
 }
