@@ -93,7 +93,7 @@ function positiveInt(what: string, v: number, min: number): number {
 }
 
 export class ServiceCIDRController {
-  readonly index = new CIDRIndex();
+  #index = new CIDRIndex();
   readonly registry: Registry;
   readonly workers: number;
   readonly deletionGracePeriodMs: number;
@@ -130,6 +130,14 @@ export class ServiceCIDRController {
     }
   }
 
+  /**
+   * The current leadership term's index of ServiceCIDRs, fed only by that term's informer.
+   * A new term starts from an empty index: events missed while following never reach it.
+   */
+  get index(): CIDRIndex {
+    return this.#index;
+  }
+
   /** True while this instance's workers are running (always false for a non-leader). */
   get active(): boolean {
     return this.#running;
@@ -147,6 +155,10 @@ export class ServiceCIDRController {
   async #runLoop(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return;
     this.#log.info(0, 'Starting', { controller: CONTROLLER_NAME });
+    // Fresh per term: a ServiceCIDR deleted while this instance followed sends no delete event,
+    // and a stale entry would pass for a parent in canDelete.
+    const index = new CIDRIndex();
+    this.#index = index;
     const queue = new RateLimitingQueue<string>({
       name: QUEUE_NAME,
       metrics: this.#metrics,
@@ -169,7 +181,7 @@ export class ServiceCIDRController {
     );
     this.#cidrs = cidrs;
     this.#ips = ips;
-    attachHandlers({ cidrs, ips, index: this.index, queue, log: this.#log });
+    attachHandlers({ cidrs, ips, index, queue, log: this.#log });
     const stopped = new Promise<void>((r) =>
       signal.aborted ? r() : signal.addEventListener('abort', () => r(), { once: true }),
     );
@@ -292,7 +304,7 @@ export class ServiceCIDRController {
       if (labels[LABEL_MANAGED_BY] !== IPALLOCATOR_CONTROLLER_NAME || !ip.metadata?.name) continue;
       managed.push({ name: ip.metadata.name, family: labels[LABEL_IP_FAMILY] });
     }
-    const r = this.index.canDelete(name, cidrs, managed);
+    const r = this.#index.canDelete(name, cidrs, managed);
     for (const bad of r.unparsable) {
       this.#log.info(0, '[SHOULD NOT HAPPEN] unexpected error parsing IPAddress', { IPAddress: bad });
     }
