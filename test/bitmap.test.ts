@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bitmap, KubenodeError, KubenodeRangeError, KubenodeTypeError } from '../ts/index.js';
+import { native } from '../ts/native.js';
 
 const { AllocationBitmap } = bitmap;
 
@@ -59,6 +60,23 @@ describe('AllocationBitmap', () => {
     });
     expect(visited).toEqual([0, 7, 42, 99]);
     expect(m.toArray()).toEqual([0, 7, 42, 99]);
+  });
+
+  it('forEach callbacks may mutate or restore the map; the native class has no forEach', () => {
+    // A native forEach would run JS while a Rust iterator borrows the map's words.
+    expect('forEach' in native.AllocationBitmap.prototype).toBe(false);
+    const m = new AllocationBitmap(4096, 'test');
+    for (const i of [1, 70, 4000]) m.allocate(i);
+    const empty = new AllocationBitmap(4096, 'test').snapshot();
+    const visited: number[] = [];
+    m.forEach((i) => {
+      visited.push(i);
+      m.restore(empty.range, empty.data);
+      m.allocate(4095);
+      m.release(70);
+    });
+    expect(visited).toEqual([1, 70, 4000]);
+    expect(m.toArray()).toEqual([4095]);
   });
 
   it('snapshot uses big.Int bytes and restores into another map', () => {

@@ -1,5 +1,5 @@
 use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, SplitMix64, Strategy};
-use napi::bindgen_prelude::{Buffer, Function};
+use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
 use crate::convert;
@@ -115,18 +115,12 @@ impl JsAllocationBitmap {
         self.inner.count() as f64
     }
 
-    /// All set slots, ascending, in one crossing.
+    /// All set slots, ascending, in one crossing. There is deliberately no native `forEach`: a
+    /// callback into JS while an iterator borrows the map could mutate (or `restore`) it under
+    /// the iterator; `ts/bitmap.ts` builds `forEach` on this array instead.
     #[napi]
     pub fn to_array(&self) -> Vec<f64> {
         self.inner.iter().map(|i| i as f64).collect()
-    }
-
-    #[napi]
-    pub fn for_each(&self, callback: Function<f64, ()>) -> napi::Result<()> {
-        for i in self.inner.iter() {
-            callback.call(i as f64)?;
-        }
-        Ok(())
     }
 
     #[napi]
