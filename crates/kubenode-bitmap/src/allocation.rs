@@ -58,7 +58,7 @@ impl AllocationBitmap {
             range_spec: range_spec.into(),
             strategy,
             rng,
-            bits: LevelBitset::new(max),
+            bits: LevelBitset::new(max)?,
             beyond: Vec::new(),
         })
     }

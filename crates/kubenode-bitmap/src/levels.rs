@@ -8,6 +8,8 @@ pub struct LevelBitset {
     ones: usize,
 }
 
+use crate::error::BitmapError;
+
 const W: usize = 64;
 
 fn words_for(bits: usize) -> usize {
@@ -22,17 +24,27 @@ fn padding(bits: usize) -> u64 {
     }
 }
 
+/// A zeroed level of `n` words, or `AllocationFailed` when the memory is not there: a map of
+/// 2^32 slots needs 512 MiB, and an infallible allocation would abort the whole process.
+fn zeroed(n: usize, len: usize) -> Result<Vec<u64>, BitmapError> {
+    let mut level = Vec::new();
+    level
+        .try_reserve_exact(n)
+        .map_err(|_| BitmapError::AllocationFailed {
+            max: len as u64,
+            bytes: n.saturating_mul(8),
+        })?;
+    level.resize(n, 0);
+    Ok(level)
+}
+
 impl LevelBitset {
-    pub fn new(len: usize) -> Self {
+    pub fn new(len: usize) -> Result<Self, BitmapError> {
         let mut levels = Vec::new();
         let mut bits = len.max(1);
         loop {
             let n = words_for(bits);
-            let mut level = vec![0u64; n];
-            if let Some(last) = level.last_mut() {
-                *last = padding(bits);
-            }
-            levels.push(level);
+            levels.push(zeroed(n, len)?);
             if n == 1 {
                 break;
             }
@@ -43,12 +55,27 @@ impl LevelBitset {
             levels,
             ones: 0,
         };
-        if len == 0 {
-            // No real slot: mark the single padding slot used so searches find nothing.
-            set.levels[0][0] |= 1;
-            set.propagate_full(0);
+        set.init();
+        Ok(set)
+    }
+
+    /// Puts zeroed levels into the empty state: padding bits set, no slot taken.
+    fn init(&mut self) {
+        let mut bits = self.len.max(1);
+        for level in &mut self.levels {
+            if let Some(last) = level.last_mut() {
+                *last = padding(bits);
+            }
+            bits = level.len();
         }
-        set
+        self.ones = 0;
+        if self.len == 0 {
+            // No real slot: mark the single padding slot used so searches find nothing.
+            if let Some(w) = self.levels.first_mut().and_then(|l| l.first_mut()) {
+                *w |= 1;
+            }
+            self.propagate_full(0);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -196,8 +223,13 @@ impl LevelBitset {
     }
 
     /// Replaces the content with the given slots; out-of-range slots are ignored.
+    /// Clears in place rather than building a new set, so a restore never needs a second copy
+    /// of a large map.
     pub fn reset_from(&mut self, ones: impl Iterator<Item = usize>) {
-        *self = Self::new(self.len);
+        for level in &mut self.levels {
+            level.fill(0);
+        }
+        self.init();
         for i in ones {
             self.set(i);
         }
@@ -215,7 +247,7 @@ mod tests {
 
     #[test]
     fn finds_across_levels() {
-        let mut b = LevelBitset::new(64 * 64 * 3 + 5);
+        let mut b = LevelBitset::new(64 * 64 * 3 + 5).unwrap();
         for i in 0..b.len() {
             assert!(b.set(i));
         }
@@ -232,7 +264,7 @@ mod tests {
 
     #[test]
     fn zero_len_has_no_slot() {
-        let mut b = LevelBitset::new(0);
+        let mut b = LevelBitset::new(0).unwrap();
         assert!(!b.set(0));
         assert_eq!(b.first_clear_in(0, 10), None);
         assert_eq!(b.iter_ones().count(), 0);
@@ -241,7 +273,7 @@ mod tests {
 
     #[test]
     fn iter_and_words_skip_padding() {
-        let mut b = LevelBitset::new(70);
+        let mut b = LevelBitset::new(70).unwrap();
         b.set(0);
         b.set(69);
         assert_eq!(b.iter_ones().collect::<Vec<_>>(), vec![0, 69]);

@@ -7,7 +7,8 @@ use crate::errors::{err, Code, Error, Result};
 
 fn to_js(e: BitmapError) -> Error {
     let code = match e {
-        BitmapError::OutOfRange { .. } => Code::OutOfRange,
+        // Like Node's own failed buffer allocations, a map too big for memory is a range error.
+        BitmapError::OutOfRange { .. } | BitmapError::AllocationFailed { .. } => Code::OutOfRange,
         BitmapError::RangeMismatch => Code::Conflict,
         _ => Code::InvalidArg,
     };
