@@ -6,7 +6,8 @@
 use kubenode_sysctl::{
     apply_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
     is_valid_sysctl_pattern, normalize_name, probe, read_kernel_version, safe_sysctl_allowlist,
-    validate_sysctls, Allowlist, ApplyError, KernelVersion, NsTarget, Verdict, SAFE_SYSCTLS,
+    validate_sysctls, Allowlist, ApplyError, BatchError, KernelVersion, NsTarget, Rejection,
+    SAFE_SYSCTLS,
 };
 use napi::bindgen_prelude::{AsyncTask, Uint32Array, Uint8Array};
 use napi::{Env, JsString, JsValue, Task};
@@ -19,8 +20,8 @@ use crate::errors::{err, Code, Result};
 
 mod staged;
 
-const HOST_NETWORK: u32 = 1;
-const HOST_IPC: u32 = 2;
+const HOST_NETWORK: u32 = kubenode_sysctl::HOST_NETWORK as u32;
+const HOST_IPC: u32 = kubenode_sysctl::HOST_IPC as u32;
 
 #[napi]
 pub fn sysctl_is_valid_name(name: String) -> bool {
@@ -202,10 +203,6 @@ pub fn sysctl_admit_staged() -> u32 {
     staged::admit_staged()
 }
 
-fn separator_conflict() -> crate::errors::Error {
-    err(Code::Conflict, "a sysctl name contains the NUL separator")
-}
-
 /// Reusable buffers for reading the joined names, so an admission allocates nothing.
 #[derive(Default)]
 struct Scratch {
@@ -258,54 +255,18 @@ fn read_joined<'s>(s: &JsString, scratch: &'s mut Scratch) -> Result<Cow<'s, str
     }
 }
 
-/// Splits at NUL; like `str::split('\0')`, minus the generic char searcher.
-struct NulSplit<'a>(Option<&'a str>);
-
-impl<'a> Iterator for NulSplit<'a> {
-    type Item = &'a str;
-
-    #[inline]
-    fn next(&mut self) -> Option<&'a str> {
-        let rest = self.0?;
-        match rest.bytes().position(|b| b == 0) {
-            Some(i) => {
-                self.0 = rest.get(i + 1..);
-                rest.get(..i)
-            }
-            None => {
-                self.0 = None;
-                Some(rest)
-            }
-        }
-    }
+fn batch_err(e: BatchError) -> crate::errors::Error {
+    let code = match e {
+        BatchError::Separator => Code::Conflict,
+        BatchError::TooFewIds => Code::OutOfRange,
+        BatchError::LengthMismatch | BatchError::UnknownName(_) => Code::InvalidArg,
+    };
+    err(code, e)
 }
 
-/// Admits the pod whose names are `names`: the first rejection (message built only then), or
-/// `Conflict` when the names are not exactly `count` (a name contained the NUL separator).
-fn admit_counted<'a>(
-    inner: &Allowlist,
-    names: impl Iterator<Item = &'a str>,
-    count: u64,
-    flags: u32,
-) -> Result<Option<String>> {
-    let (host_net, host_ipc) = (flags & HOST_NETWORK != 0, flags & HOST_IPC != 0);
-    let mut seen = 0u64;
-    let mut first = None;
-    for n in names {
-        seen += 1;
-        if first.is_none() {
-            let v = inner.check(n, host_net, host_ipc);
-            if v != Verdict::Allowed {
-                first = Some((n, v));
-            }
-        }
-    }
-    if seen != count {
-        return Err(separator_conflict());
-    }
-    Ok(first
-        .and_then(|(n, v)| v.into_result(n).err())
-        .map(|e| e.message()))
+fn rejections(v: Vec<Rejection>) -> SysctlRejections {
+    let (indexes, messages) = v.into_iter().map(|r| (r.index, r.error.message())).unzip();
+    SysctlRejections { indexes, messages }
 }
 
 #[napi]
@@ -340,12 +301,17 @@ impl JsSysctlAllowlist {
     pub fn admit_joined(&self, joined: JsString, count: u32, flags: u32) -> Result<Option<String>> {
         let mut scratch = self.scratch.borrow_mut();
         let joined = read_joined(&joined, &mut scratch)?;
-        admit_counted(
-            &self.shared.inner,
-            NulSplit(Some(&joined)),
-            u64::from(count),
-            flags,
-        )
+        let r = self
+            .shared
+            .inner
+            .admit_joined(
+                &joined,
+                u64::from(count),
+                flags & HOST_NETWORK != 0,
+                flags & HOST_IPC != 0,
+            )
+            .map_err(batch_err)?;
+        Ok(r.err().map(|e| e.message()))
     }
 
     /// Registers a name for `admitIds`/`admitManyIds` and returns its index (the caller keeps
@@ -389,33 +355,12 @@ impl JsSysctlAllowlist {
         counts: &[u32],
         flags: &[u8],
     ) -> Result<SysctlRejections> {
-        if counts.len() != flags.len() {
-            return Err(err(
-                Code::InvalidArg,
-                "counts and flags must have the same length",
-            ));
-        }
-        let table = self.shared.names.borrow();
-        let mut out = SysctlRejections {
-            indexes: Vec::new(),
-            messages: Vec::new(),
-        };
-        let mut rest = ids;
-        for (i, (&c, &f)) in counts.iter().zip(flags).enumerate() {
-            let (pod, next) = rest
-                .split_at_checked(c as usize)
-                .ok_or_else(|| err(Code::OutOfRange, "counts add up to more than the ids given"))?;
-            rest = next;
-            let host = u32::from(f);
-            let r = table
-                .admit(pod, host & HOST_NETWORK != 0, host & HOST_IPC != 0)
-                .map_err(|e| err(Code::InvalidArg, e))?;
-            if let Err(e) = r {
-                out.indexes.push(i as u32);
-                out.messages.push(e.message());
-            }
-        }
-        Ok(out)
+        self.shared
+            .names
+            .borrow()
+            .admit_batch(ids, counts, flags)
+            .map(rejections)
+            .map_err(batch_err)
     }
 
     #[napi]
@@ -440,51 +385,13 @@ impl JsSysctlAllowlist {
         counts: Uint32Array,
         flags: Uint8Array,
     ) -> Result<SysctlRejections> {
-        if counts.len() != flags.len() {
-            return Err(err(
-                Code::InvalidArg,
-                "counts and flags must have the same length",
-            ));
-        }
         let mut scratch = self.scratch.borrow_mut();
         let joined = read_joined(&joined, &mut scratch)?;
-        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-        let mut names = NulSplit(Some(&joined));
-        if total == 0 {
-            // No names: the joined string must be empty, which splits into one empty piece.
-            if !joined.is_empty() {
-                return Err(separator_conflict());
-            }
-            names.next();
-        }
-        let mut seen = 0u64;
-        let mut out = SysctlRejections {
-            indexes: Vec::new(),
-            messages: Vec::new(),
-        };
-        for (i, (&c, &f)) in counts.iter().zip(flags.iter()).enumerate() {
-            let (host_net, host_ipc) = (
-                u32::from(f) & HOST_NETWORK != 0,
-                u32::from(f) & HOST_IPC != 0,
-            );
-            let mut pod = names.by_ref().take(c as usize).inspect(|_| seen += 1);
-            let first = self
-                .shared
-                .inner
-                .admit_first(pod.by_ref(), host_net, host_ipc);
-            // Skip the rest of a rejected pod's names, so the next pod starts at its own.
-            pod.for_each(drop);
-            if let Some((name, v)) = first {
-                if let Err(e) = v.into_result(name) {
-                    out.indexes.push(i as u32);
-                    out.messages.push(e.message());
-                }
-            }
-        }
-        if seen != total || names.next().is_some() {
-            return Err(separator_conflict());
-        }
-        Ok(out)
+        self.shared
+            .inner
+            .admit_batch(&joined, &counts, &flags)
+            .map(rejections)
+            .map_err(batch_err)
     }
 
     /// The entries as stored: normalised keys, prefixes without the `*`.
@@ -560,7 +467,9 @@ fn task_error(e: &ApplyError) -> SysctlTaskError {
         ApplyError::Io {
             permission: true, ..
         } => Code::Permission,
-        ApplyError::Setns { message, .. } if message.contains("not permitted") => Code::Permission,
+        ApplyError::Setns {
+            permission: true, ..
+        } => Code::Permission,
         _ => Code::Io,
     };
     SysctlTaskError {

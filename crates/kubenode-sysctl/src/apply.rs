@@ -336,6 +336,28 @@ mod tests {
     }
 
     #[test]
+    fn setns_errors_say_whether_permission_was_missing() {
+        let e = |errno| setns_err("net", "p".into(), &std::io::Error::from_raw_os_error(errno));
+        assert!(matches!(
+            e(libc::EPERM),
+            ApplyError::Setns {
+                permission: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            e(libc::EINVAL),
+            ApplyError::Setns {
+                permission: false,
+                ..
+            }
+        ));
+        assert!(e(libc::EPERM)
+            .to_string()
+            .starts_with("joining net namespace p: "));
+    }
+
+    #[test]
     fn never_opens_outside_proc_sys() {
         // Invalid names may map to a traversal; the open itself refuses it, whoever asks.
         let escape = proc_path("net.//.//.//.etc.shadow");

@@ -8,6 +8,7 @@
 
 mod allowlist;
 mod apply;
+mod batch;
 mod interned;
 mod kernel;
 mod lookup;
@@ -21,6 +22,7 @@ mod validation;
 
 pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_REASON};
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
 pub use name::{
