@@ -1,6 +1,8 @@
 //! The kubelet's sysctl admission handler (`pkg/kubelet/sysctl/allowlist.go`): an allowlist of
 //! exact names and `*` prefixes built from the safe list plus `--allowed-unsafe-sysctls`.
 
+use std::collections::HashMap;
+
 use thiserror::Error;
 
 use crate::lookup::{ExactTable, PrefixTable};
@@ -68,6 +70,9 @@ impl Allowlist {
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, AllowlistError> {
         let mut exact: Vec<(String, Namespace)> = Vec::new();
         let mut prefixes: Vec<(String, Namespace)> = Vec::new();
+        // Position of each prefix key in `prefixes`: a repeated key overwrites (Go map), found
+        // without a scan, so long lists stay linear.
+        let mut prefix_at: HashMap<String, usize> = HashMap::new();
         for p in patterns {
             let p = p.as_ref();
             if !is_valid_sysctl_pattern(p) {
@@ -78,9 +83,12 @@ impl Allowlist {
                 return Err(AllowlistError::NotNamespaced(key));
             }
             if prefixed {
-                match prefixes.iter_mut().find(|(k, _)| *k == key) {
+                match prefix_at.get(&key).and_then(|&i| prefixes.get_mut(i)) {
                     Some(slot) => slot.1 = ns,
-                    None => prefixes.push((key, ns)),
+                    None => {
+                        prefix_at.insert(key.clone(), prefixes.len());
+                        prefixes.push((key, ns));
+                    }
                 }
             } else {
                 exact.push((key, ns));
@@ -235,6 +243,20 @@ impl Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn more_than_65535_prefixes_with_one_first_byte() {
+        let mut patterns: Vec<String> = (0..70_000).map(|i| format!("net.a{i}.*")).collect();
+        patterns.push("kernel.sem".into());
+        patterns.push("net.a5.*".into());
+        let a = Allowlist::new(&patterns).unwrap();
+        assert_eq!(a.prefixes().count(), 70_000);
+        for n in ["net.a0.x", "net.a69999.rp_filter", "kernel.sem"] {
+            assert_eq!(a.check(n, false, false), Verdict::Allowed, "{n}");
+        }
+        assert_eq!(a.check("net.b.x", false, false), Verdict::NotAllowlisted);
+        assert_eq!(a.check("net.a7.x", true, false), Verdict::HostNet);
+    }
 
     #[test]
     fn new_allowlist_upstream_cases() {

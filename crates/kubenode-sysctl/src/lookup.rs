@@ -167,8 +167,9 @@ impl ExactTable {
 #[derive(Debug, Clone)]
 pub(crate) struct PrefixTable {
     keys: Vec<(Box<[u8]>, Namespace)>,
-    /// `start[b]..start[b + 1]` are the keys starting with byte `b`.
-    start: Box<[u16; 257]>,
+    /// `start[b]..start[b + 1]` are the keys starting with byte `b`. u32: one first byte may
+    /// start more than 65,535 keys.
+    start: Box<[u32; 257]>,
 }
 
 impl PrefixTable {
@@ -184,7 +185,7 @@ impl PrefixTable {
                 .then(b.0.len().cmp(&a.0.len()))
                 .then_with(|| a.0.cmp(&b.0))
         });
-        let mut start = Box::new([0u16; 257]);
+        let mut start = Box::new([0u32; 257]);
         for (k, _) in &v {
             if let Some(c) = start.get_mut(usize::from(first(k)) + 1) {
                 *c += 1;
@@ -266,5 +267,28 @@ mod tests {
         assert_eq!(t.find(b"net"), None);
         assert_eq!(t.find(b""), None);
         assert_eq!(t.find(b"kernel.ms"), None);
+    }
+
+    #[test]
+    fn prefix_buckets_hold_more_than_65535_keys() {
+        let n = 70_000;
+        let keys: Vec<(String, Namespace)> = (0..n)
+            .map(|i| (format!("net.a{i}."), Namespace::Net))
+            .chain([
+                ("kernel.msg".to_string(), Namespace::Ipc),
+                ("o.".to_string(), Namespace::Uts),
+            ])
+            .collect();
+        let t = PrefixTable::build(&keys);
+        assert_eq!(
+            t.start[usize::from(b'n') + 1] - t.start[usize::from(b'n')],
+            n
+        );
+        assert_eq!(t.find(b"net.a0.x"), Some(Namespace::Net));
+        assert_eq!(t.find(b"net.a69999.x"), Some(Namespace::Net));
+        assert_eq!(t.find(b"net.b"), None);
+        assert_eq!(t.find(b"o.x"), Some(Namespace::Uts));
+        assert_eq!(t.find(b"kernel.msgmax"), Some(Namespace::Ipc));
+        assert_eq!(t.iter().count(), keys.len());
     }
 }
