@@ -1,6 +1,8 @@
 // A watch-backed cache that keeps going: client-node's informer stops on any error other than
 // 410 Gone, so this wrapper restarts it with capped exponential backoff (resuming from the last
-// resourceVersion; a 410 makes it relist and report vanished objects as deletions).
+// resourceVersion; a 410 makes it relist and report vanished objects as deletions). The backoff
+// resets only once the server answered: a successful list or a watch event. client-node fires
+// `connect` at the start of every attempt, failed ones included, so that is no sign of health.
 import {
   type KubeConfig,
   type KubernetesObject,
@@ -26,13 +28,26 @@ export class ResilientInformer<T extends KubernetesObject> {
   #syncWaiters: (() => void)[] = [];
 
   constructor(kubeConfig: KubeConfig, path: string, list: ListPromise<T>, kind: string, log: Logger) {
-    this.#inf = makeInformer<T>(kubeConfig, path, list);
+    const listed: ListPromise<T> = async () => {
+      const r = await list();
+      this.#backoffMs = 0;
+      return r;
+    };
+    this.#inf = makeInformer<T>(kubeConfig, path, listed);
     this.#kind = kind;
     this.#log = log;
     this.#inf.on('error', (err) => this.#onError(err));
-    this.#inf.on('connect', () => {
+    const healthy = () => {
       this.#backoffMs = 0;
-    });
+    };
+    this.#inf.on('add', healthy);
+    this.#inf.on('update', healthy);
+    this.#inf.on('delete', healthy);
+  }
+
+  /** The delay before the next restart attempt (0 while healthy). */
+  get backoffMs(): number {
+    return this.#backoffMs;
   }
 
   on(h: InformerHandlers<T>): void {
