@@ -1,6 +1,7 @@
+import { KubeConfig } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isKubenodeError, servicecidr } from '../../ts/index.js';
+import { isKubenodeError, KubenodeRangeError, KubenodeTypeError, servicecidr } from '../../ts/index.js';
 
 const sc = (name: string, ...cidrs: string[]) => ({ metadata: { name }, spec: { cidrs } });
 const names = (l: { metadata: { name: string } }[]) => l.map((o) => o.metadata.name).sort();
@@ -151,5 +152,48 @@ describe('CIDRIndex', () => {
       ip: '10.1.0.9',
       unparsable: [],
     });
+  });
+});
+
+describe('typed errors', () => {
+  it('CIDRIndex rejects malformed arguments with KubenodeTypeError', () => {
+    const ix = new servicecidr.CIDRIndex();
+    const bad: (() => unknown)[] = [
+      () => ix.upsertMany('x' as unknown as []),
+      () => ix.upsertMany([{ name: 1 as unknown as string, cidrs: [] }]),
+      () => ix.upsertMany([{ name: 'a', cidrs: 'x' as unknown as string[] }]),
+      () => ix.upsertMany([null as unknown as { name: string; cidrs: string[] }]),
+      () => ix.remove(5 as unknown as string),
+      () => ix.has(undefined as unknown as string),
+    ];
+    for (const f of bad) {
+      expect(f).toThrow(KubenodeTypeError);
+      try {
+        f();
+      } catch (e) {
+        expect((e as { code?: string }).code).toBe('ERR_KUBENODE_INVALID_ARG');
+      }
+    }
+    expect(ix.size).toBe(0);
+    expect(ix.upsertMany([{ name: 'a', cidrs: ['10.0.0.0/24', 'bad'] }])).toBe(1);
+    expect(ix.has('a')).toBe(true);
+    expect(ix.remove('a')).toBe(true);
+  });
+
+  it('leader election timings out of order throw KubenodeRangeError', () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const make = () =>
+      new servicecidr.ServiceCIDRController({
+        kubeConfig,
+        leaderElection: { leaseDurationMs: 1000, renewDeadlineMs: 2000, retryPeriodMs: 500 },
+      });
+    expect(make).toThrow(KubenodeRangeError);
+    expect(make).toThrow(/leaseDuration > renewDeadline > retryPeriod > 0/);
   });
 });

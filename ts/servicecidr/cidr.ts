@@ -122,17 +122,25 @@ export class CIDRIndex {
 
   /** Loads many entries in one native call; returns how many CIDRs were skipped. */
   upsertMany(entries: readonly { name: string; cidrs: readonly string[] }[]): number {
-    return callNative(() => this.#n.upsertMany(entries.map((e) => ({ name: e.name, cidrs: [...e.cidrs] }))));
+    if (!Array.isArray(entries)) throw new KubenodeTypeError('entries must be an array');
+    const copy = entries.map((e, i) => {
+      if (typeof e?.name !== 'string') throw new KubenodeTypeError(`entries[${i}].name must be a string`);
+      if (!Array.isArray(e.cidrs) || !e.cidrs.every((c: unknown) => typeof c === 'string')) {
+        throw new KubenodeTypeError(`entries[${i}].cidrs must be an array of strings`);
+      }
+      return { name: e.name, cidrs: [...e.cidrs] };
+    });
+    return callNative(() => this.#n.upsertMany(copy));
   }
 
   remove(name: string): boolean {
     assertString('name', name);
-    return this.#n.remove(name);
+    return callNative(() => this.#n.remove(name));
   }
 
   has(name: string): boolean {
     assertString('name', name);
-    return this.#n.has(name);
+    return callNative(() => this.#n.has(name));
   }
 
   get size(): number {

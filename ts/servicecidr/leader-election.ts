@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { KubenodeRangeError } from '../errors.js';
 import type { Logger } from './logger.js';
 
 export interface LeaderElectionOptions {
@@ -66,7 +67,7 @@ export class LeaderElector {
     this.#retryMs = o.retryPeriodMs ?? 2_000;
     this.#release = o.releaseOnCancel ?? true;
     if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
-      throw new RangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
+      throw new KubenodeRangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
     }
   }
 
