@@ -1,7 +1,7 @@
 // Binding outcome codes → conntrack's typed errors. A missing ctnetlink cannot be produced on
 // this kernel (nf_conntrack_netlink is built in), so the mapping is checked here and, for the
 // kernel errnos, in the crate's unit tests (crates/kubenode-conntrack/src/error.rs).
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conntrackError } from '../../ts/conntrack/errors.js';
 import { conntrack, KubenodeError, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
 
@@ -31,12 +31,7 @@ describe('conntrackError', () => {
     expect(missing.message).toMatch(/is nf_conntrack_netlink loaded\?$/);
   });
 
-  it('family problems are ConntrackFamilyError (a KubenodeTypeError); other bad input stays generic', () => {
-    const fam = conntrackError(
-      outcome('ERR_KUBENODE_INVALID_ARG', 'flows[0]: 10.0.0.1 is not an IPv6 flow (family mismatch)'),
-    );
-    expect(fam).toBeInstanceOf(conntrack.ConntrackFamilyError);
-    expect(fam).toBeInstanceOf(KubenodeTypeError);
+  it('other bad input stays generic', () => {
     const arg = conntrackError(outcome('ERR_KUBENODE_INVALID_ARG', 'dstPort needs a protocol'));
     expect(arg).toBeInstanceOf(KubenodeTypeError);
     expect(arg).not.toBeInstanceOf(conntrack.ConntrackFamilyError);
@@ -62,5 +57,66 @@ describe('conntrackError', () => {
     // Something that is not a binding error passes through unchanged.
     const plain = new Error('unrelated');
     expect(conntrackError(plain)).toBe(plain);
+  });
+});
+
+describe('typed errors through the public API (checked before any netlink work)', () => {
+  let ct: conntrack.Conntrack;
+  beforeAll(async () => {
+    ct = await conntrack.Conntrack.open();
+  });
+  afterAll(() => ct?.close());
+
+  const v4Flow: conntrack.Flow = {
+    protocol: 17,
+    forward: { srcIP: '10.0.0.1', dstIP: '10.96.0.10', srcPort: 1000, dstPort: 53 },
+    reverse: { srcIP: '10.244.0.1', dstIP: '10.0.0.1', srcPort: 5353, dstPort: 1000 },
+    zone: 0,
+    mark: 0,
+    status: 0,
+    timeout: 30,
+  };
+
+  it('family mismatches are ConntrackFamilyError (a KubenodeTypeError)', async () => {
+    for (const p of [
+      ct.delete('IPv6', [v4Flow]),
+      ct.createEntries('IPv6', [v4Flow]),
+      ct.list('IPv6', { protocol: 'udp', dstIP: '10.96.0.10' }),
+    ]) {
+      const e = await p.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toBeInstanceOf(conntrack.ConntrackFamilyError);
+      expect(e).toBeInstanceOf(KubenodeTypeError);
+      expect((e as Error).message).toMatch(/is not an IPv6 address \(family mismatch\)/);
+    }
+  });
+
+  it('non-array flows and a non-handle are type errors', async () => {
+    await expect(ct.createEntries('IPv4', {} as never)).rejects.toThrow(/flows must be an array/);
+    await expect(ct.createEntries('IPv4', {} as never)).rejects.toBeInstanceOf(KubenodeTypeError);
+    const r = conntrack.cleanStaleEntries({} as never, 'IPv4', [], {}, { metrics: null });
+    await expect(r).rejects.toBeInstanceOf(KubenodeTypeError);
+    await expect(conntrack.cleanStaleEntries({} as never, 'IPv4', [], {}, { metrics: null })).rejects.toThrow(
+      /ct must be a Conntrack handle/,
+    );
+  });
+
+  it('a closed handle is a state error, not a type error', async () => {
+    const c = await conntrack.Conntrack.open();
+    c.close();
+    expect(c.closed).toBe(true);
+    const e = await c.listEntries('IPv4').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).toBeInstanceOf(conntrack.ConntrackClosedError);
+    expect(e).toBeInstanceOf(KubenodeError);
+    expect(e).not.toBeInstanceOf(TypeError);
+    expect(() => c.injectFaults({})).toThrow(conntrack.ConntrackClosedError);
+    await expect(conntrack.cleanStaleEntries(c, 'IPv4', [], {}, { metrics: null })).rejects.toBeInstanceOf(
+      conntrack.ConntrackClosedError,
+    );
   });
 });

@@ -238,7 +238,61 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
     const c = await conntrack.Conntrack.open({ netns: ns.path });
     c.close();
     await expect(c.listEntries('IPv4')).rejects.toThrow(/closed/);
+    await expect(c.listEntries('IPv4')).rejects.toBeInstanceOf(conntrack.ConntrackClosedError);
   });
+
+  it('a TCP service with other-family addresses does not fail the UDP cleanup', async () => {
+    const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: true })));
+    const r = await conntrack.cleanStaleEntries(
+      ct,
+      'IPv4',
+      [...services, { name: 'default/web6:http', protocol: 'TCP', clusterIP: 'fd00::30', port: 80 }],
+      { ...endpoints, 'default/web6:http': [{ ip: 'fd00:244::7', port: 8080, serving: true }] },
+      { metrics: null, dryRun: true },
+    );
+    expect(r.failed).toBe(0);
+  });
+
+  it('close() and injectFaults() never wait for a running pass', async () => {
+    const c = await conntrack.Conntrack.open({ netns: ns.path });
+    const flows: conntrack.Flow[] = Array.from({ length: 40_000 }, (_, k) => ({
+      protocol: 17,
+      forward: { srcIP: `10.1.${k >> 8}.${k & 255}`, dstIP: '10.96.0.99', srcPort: 7000, dstPort: 53 },
+      reverse: { srcIP: '10.244.9.9', dstIP: `10.1.${k >> 8}.${k & 255}`, srcPort: 53, dstPort: 7000 },
+      zone: 0,
+      mark: 0,
+      status: 0,
+      timeout: 120,
+    }));
+    try {
+      expect((await c.createEntries('IPv4', flows)).created).toBe(flows.length);
+      const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: true })));
+      const pass = conntrack.cleanStaleEntries(c, 'IPv4', services, endpoints, {
+        metrics: null,
+        dryRun: true,
+      });
+      // Wait until the pass holds the socket (it is dumping the table).
+      const deadline = Date.now() + 10_000;
+      while (c.progress().phase === 'idle' && Date.now() < deadline) await new Promise(setImmediate);
+      expect(c.progress().phase).not.toBe('idle');
+      // Blocking here would freeze the event loop for the rest of the dump.
+      let busy: unknown;
+      try {
+        c.injectFaults({ recvEintr: 1 });
+      } catch (e) {
+        busy = e;
+      }
+      expect(busy).toMatchObject({ code: 'ERR_KUBENODE_CONFLICT', message: expect.stringMatching(/busy/) });
+      c.close();
+      // close() returned while the pass still runs; the pass finishes, then the socket is gone.
+      expect(c.progress().phase).not.toBe('idle');
+      expect((await pass).listed).toBeGreaterThanOrEqual(flows.length);
+      await expect(c.listEntries('IPv4')).rejects.toBeInstanceOf(conntrack.ConntrackClosedError);
+    } finally {
+      c.close();
+      await ct.deleteEntries('IPv4', await ct.listEntries('IPv4', { protocol: 'udp', dstIP: '10.96.0.99' }));
+    }
+  }, 60_000);
 });
 
 describe('conntrack errors outside the happy path', () => {

@@ -1,7 +1,8 @@
 // kube-proxy's CleanStaleEntries: the whole list → match → delete pass runs in Rust in one call;
 // only the validated service/endpoint tables cross the boundary.
 import { performance } from 'node:perf_hooks';
-import type { Conntrack } from './client.js';
+import { describe, KubenodeTypeError } from '../errors.js';
+import { Conntrack } from './client.js';
 import { conntrackError } from './errors.js';
 import { type ConntrackMetrics, conntrackMetrics } from './metrics.js';
 import {
@@ -49,6 +50,9 @@ export async function cleanStaleEntries(
   options: CleanOptions = {},
 ): Promise<CleanResult> {
   const start = performance.now();
+  if (!(ct instanceof Conntrack)) {
+    throw new KubenodeTypeError(`ct must be a Conntrack handle, got ${describe(ct)}`);
+  }
   assertFamily(family);
   validateTables(family, services, endpoints);
   let task: ReturnType<Conntrack['native']['cleanStale']>;

@@ -3,7 +3,7 @@
 import type { Conntrack as NativeConntrack } from '../binding.js';
 import { assertInteger, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
-import { conntrackError } from './errors.js';
+import { ConntrackClosedError, ConntrackFamilyError, conntrackError } from './errors.js';
 import { assertFamily, assertPort, type IPFamily, ipFamilyOf } from './tables.js';
 
 export interface FlowTuple {
@@ -95,7 +95,7 @@ function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
     for (const k of ['srcIP', 'dstIP'] as const) {
       const fam = ipFamilyOf(`flows[${i}].${dir}.${k}`, t[k]);
       if (fam !== family) {
-        throw new KubenodeTypeError(
+        throw new ConntrackFamilyError(
           `flows[${i}].${dir}.${k}: ${t[k]} is not an ${family} address (family mismatch)`,
         );
       }
@@ -148,7 +148,7 @@ export class Conntrack {
 
   /** The raw handle, for `cleanStaleEntries`. */
   get native(): NativeConntrack {
-    if (this.#closed) throw new KubenodeTypeError('the conntrack handle is closed');
+    if (this.#closed) throw new ConntrackClosedError();
     return this.#n;
   }
 
@@ -156,7 +156,7 @@ export class Conntrack {
     assertFamily(family);
     const protocol = protocolNumber(options.protocol);
     if (options.dstIP !== undefined && ipFamilyOf('dstIP', options.dstIP) !== family) {
-      throw new KubenodeTypeError(`dstIP ${options.dstIP} is not an ${family} address (family mismatch)`);
+      throw new ConntrackFamilyError(`dstIP ${options.dstIP} is not an ${family} address (family mismatch)`);
     }
     if (options.dstPort !== undefined) assertPort('dstPort', options.dstPort);
     let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
@@ -228,8 +228,15 @@ export class Conntrack {
     flows: Flow[],
   ): Promise<{ created: number; failed: number; firstError?: string }> {
     assertFamily(family);
+    if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
     const nf = flows.map((f, i) => toNativeFlow(family, f, i));
-    const o = check(await this.native.create(family, nf));
+    let task: ReturnType<NativeConntrack['create']>;
+    try {
+      task = this.native.create(family, nf);
+    } catch (e) {
+      throw conntrackError(e);
+    }
+    const o = check(await task);
     return {
       created: o.ok,
       failed: o.failed + o.notFound,
@@ -242,10 +249,21 @@ export class Conntrack {
     return this.#n.progress() as Progress;
   }
 
+  /** Throws a `KubenodeError` (ERR_KUBENODE_CONFLICT) while an operation runs on the handle. */
   injectFaults(faults: Faults): void {
-    this.native.injectFaults(faults);
+    const n = this.native;
+    try {
+      n.injectFaults(faults);
+    } catch (e) {
+      throw conntrackError(e);
+    }
   }
 
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Closes the socket at once; an operation already running finishes first, then releases it. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;

@@ -26,6 +26,16 @@ export class ConntrackUnavailableError extends KubenodeError {
   }
 }
 
+/** The handle was closed: a state error, not bad input (like Node's EBADF on a closed file). */
+export class ConntrackClosedError extends KubenodeError {
+  constructor(message = 'the conntrack handle is closed', options?: { cause?: unknown }) {
+    super('ERR_KUBENODE_IO', message, options);
+    this.name = 'ConntrackClosedError';
+  }
+}
+
+const CLOSED = 'the conntrack handle is closed';
+
 /** Maps a task outcome's `{ code, message }` (or a thrown binding error) to a typed error. */
 export function conntrackError(e: { code: string; message: string } | unknown): Error {
   const err =
@@ -38,6 +48,8 @@ export function conntrackError(e: { code: string; message: string } | unknown): 
         );
   if (err instanceof KubenodeError || err instanceof KubenodeTypeError) {
     const msg = err.message;
+    // The binding's only report of a handle closed while an operation was queued.
+    if (msg === CLOSED) return new ConntrackClosedError(msg, { cause: err });
     if (err.code === 'ERR_KUBENODE_PERMISSION') return new ConntrackPermissionError(msg, { cause: err });
     if (err.code === 'ERR_KUBENODE_UNSUPPORTED') return new ConntrackUnavailableError(msg, { cause: err });
     if (err.code === 'ERR_KUBENODE_INVALID_ARG' && /famil/i.test(msg)) return new ConntrackFamilyError(msg);

@@ -12,7 +12,12 @@ export {
   type OpenOptions,
   type Progress,
 } from './client.js';
-export { ConntrackFamilyError, ConntrackPermissionError, ConntrackUnavailableError } from './errors.js';
+export {
+  ConntrackClosedError,
+  ConntrackFamilyError,
+  ConntrackPermissionError,
+  ConntrackUnavailableError,
+} from './errors.js';
 export { endpointsTable, serviceEntries, servicePortName, sliceEntries, udpPortKeys } from './k8s.js';
 export {
   type ConntrackMetrics,

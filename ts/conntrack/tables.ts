@@ -63,7 +63,7 @@ function sameFamily(what: string, ip: unknown, family: IPFamily): void {
 }
 
 /**
- * Checks the tables for one family. Cluster IPs and endpoints must be of `family` (tables are
+ * Checks the tables for one family. Cluster IPs and endpoints of UDP service ports must be of `family` (tables are
  * per family, like the proxier's); external and load-balancer IPs of the other family are
  * allowed and ignored, as upstream filters them per family.
  */
@@ -76,6 +76,7 @@ export function validateTables(family: IPFamily, services: unknown, endpoints: u
       `endpoints must be an object keyed by service name, got ${describe(endpoints)}`,
     );
   }
+  const udpNames = new Set<string>();
   services.forEach((s: unknown, i) => {
     if (typeof s !== 'object' || s === null) throw new KubenodeTypeError(`services[${i}] must be an object`);
     const svc = s as Partial<ServiceEntry>;
@@ -89,8 +90,12 @@ export function validateTables(family: IPFamily, services: unknown, endpoints: u
     if (typeof svc.clusterIP !== 'string') {
       throw new KubenodeTypeError(`${what}.clusterIP must be a string, got ${describe(svc.clusterIP)}`);
     }
-    if (svc.clusterIP !== '' && svc.clusterIP !== 'None')
-      sameFamily(`${what}.clusterIP`, svc.clusterIP, family);
+    // Only UDP service ports take part in the cleanup (upstream ignores the rest entirely).
+    if (svc.clusterIP !== '' && svc.clusterIP !== 'None') {
+      if (svc.protocol === 'UDP') sameFamily(`${what}.clusterIP`, svc.clusterIP, family);
+      else ipFamilyOf(`${what}.clusterIP`, svc.clusterIP);
+    }
+    if (svc.protocol === 'UDP') udpNames.add(svc.name);
     assertPort(`${what}.port`, svc.port, 1);
     if (svc.nodePort !== undefined && svc.nodePort !== 0) assertPort(`${what}.nodePort`, svc.nodePort, 1);
     for (const key of ['externalIPs', 'loadBalancerIPs'] as const) {
@@ -109,7 +114,8 @@ export function validateTables(family: IPFamily, services: unknown, endpoints: u
       const what = `endpoints[${JSON.stringify(name)}][${j}]`;
       if (typeof e !== 'object' || e === null) throw new KubenodeTypeError(`${what} must be an object`);
       const ep = e as Partial<EndpointEntry>;
-      sameFamily(`${what}.ip`, ep.ip, family);
+      if (udpNames.has(name)) sameFamily(`${what}.ip`, ep.ip, family);
+      else ipFamilyOf(`${what}.ip`, ep.ip);
       assertPort(`${what}.port`, ep.port, 1);
       if (typeof ep.serving !== 'boolean') {
         throw new KubenodeTypeError(`${what}.serving must be a boolean, got ${describe(ep.serving)}`);

@@ -28,7 +28,7 @@ pub use flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
     Flow, Tuple,
 };
-pub use stale::{Endpoint, Protocol, ServicePort, StaleMatcher};
+pub use stale::{is_headless, Endpoint, Protocol, ServicePort, StaleMatcher};
 
 /// Low-level codec pieces for tests and fuzzing.
 pub mod codec {

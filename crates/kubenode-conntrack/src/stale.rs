@@ -62,6 +62,12 @@ pub struct StaleMatcher {
     node_port: FxMap<u16, u32>,
 }
 
+/// Kubernetes' headless service: `spec.clusterIP` is `"None"` (or unset, `""`); such a
+/// service has no cluster IP to match flows against.
+pub fn is_headless(cluster_ip: &str) -> bool {
+    cluster_ip.is_empty() || cluster_ip == "None"
+}
+
 fn check_family(family: Family, ip: &IpAddr, what: &str, name: &str) -> Result<()> {
     if Family::of(ip) != family {
         return Err(Error::FamilyMismatch(format!(
@@ -78,7 +84,7 @@ impl StaleMatcher {
     /// IPs at the service port, plus the node port by port alone. A later service overwrites an
     /// earlier one on the same key. External and load-balancer IPs of the other family are
     /// ignored (upstream filters them per family); a cluster IP or endpoint of the other family
-    /// is an error, since the tables are per family.
+    /// of a UDP service port is an error, since the tables are per family.
     pub fn build(
         family: Family,
         services: &[ServicePort],
@@ -86,14 +92,15 @@ impl StaleMatcher {
     ) -> Result<Self> {
         let mut m = StaleMatcher::default();
         for svc in services {
+            // Upstream looks at UDP service ports only; the rest may hold anything.
+            if svc.protocol != Protocol::Udp {
+                continue;
+            }
             if let Some(ip) = &svc.cluster_ip {
                 check_family(family, ip, "clusterIP", &svc.name)?;
             }
             for ep in endpoints.get(&svc.name).map(Vec::as_slice).unwrap_or(&[]) {
                 check_family(family, &ep.ip, "endpoint", &svc.name)?;
-            }
-            if svc.protocol != Protocol::Udp {
-                continue;
             }
             let Some(cluster_ip) = svc.cluster_ip else {
                 continue;

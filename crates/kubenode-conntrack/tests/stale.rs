@@ -212,6 +212,20 @@ fn family_mismatch_is_an_error() {
 }
 
 #[test]
+fn non_udp_services_are_not_family_checked() {
+    // A TCP service with an other-family cluster IP and endpoint does not stop the UDP cleanup.
+    let mut web = svc("web", "10.96.0.11", 80);
+    web.protocol = Protocol::Tcp;
+    let eps = HashMap::from([
+        ("web".to_string(), vec![ep("10.244.0.7", 8080, true)]),
+        ("dns".to_string(), vec![ep("fd00:244::5", 53, true)]),
+    ]);
+    let m = StaleMatcher::build(Family::V6, &[web, svc("dns", "fd00::10", 53)], &eps).unwrap();
+    assert!(m.is_stale(&dnat("fd00::1", 1, "fd00::10", 53, "fd00:244::6", 53)));
+    assert!(!m.is_stale(&dnat("fd00::1", 1, "fd00::10", 53, "fd00:244::5", 53)));
+}
+
+#[test]
 fn ipv6_rules() {
     let mut s = svc("a", "fd00:96::a", 53);
     s.node_port = 30053;

@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
 
 use kubenode_conntrack::{
-    clean_stale, CleanOptions, Conntrack as Core, DumpFilter, Endpoint, Error as CtError, Family,
-    Flow, Progress, Protocol, ServicePort, StaleMatcher, Tuple,
+    clean_stale, is_headless, CleanOptions, Conntrack as Core, DumpFilter, Endpoint,
+    Error as CtError, Family, Flow, Progress, Protocol, ServicePort, StaleMatcher, Tuple,
 };
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
@@ -223,19 +223,37 @@ pub struct ConntrackFaults {
     pub trunc: Option<u32>,
 }
 
-type Shared = Arc<Mutex<Option<Core>>>;
+/// The socket, shared with the tasks. `closed` lets `close()` return at once while a task
+/// holds the lock: the task drops the socket when it is done.
+struct Handle {
+    core: Mutex<Option<Core>>,
+    closed: AtomicBool,
+}
+
+type Shared = Arc<Handle>;
+
+fn closed_error() -> CtError {
+    CtError::InvalidArgument("the conntrack handle is closed".into())
+}
 
 fn with_core<T>(
     ct: &Shared,
     f: impl FnOnce(&mut Core) -> std::result::Result<T, CtError>,
 ) -> std::result::Result<T, CtError> {
-    let mut guard = ct.lock().unwrap_or_else(|p| p.into_inner());
-    match guard.as_mut() {
-        Some(core) => f(core),
-        None => Err(CtError::InvalidArgument(
-            "the conntrack handle is closed".into(),
-        )),
+    let mut guard = ct.core.lock().unwrap_or_else(|p| p.into_inner());
+    if ct.closed.load(Ordering::Acquire) {
+        *guard = None;
+        return Err(closed_error());
     }
+    let r = match guard.as_mut() {
+        Some(core) => f(core),
+        None => Err(closed_error()),
+    };
+    // Closed while this task ran: release the socket now.
+    if ct.closed.load(Ordering::Acquire) {
+        *guard = None;
+    }
+    r
 }
 
 #[napi(js_name = "Conntrack")]
@@ -279,7 +297,10 @@ impl JsConntrack {
         }
         .map_err(to_js)?;
         Ok(Self {
-            inner: Arc::new(Mutex::new(Some(core))),
+            inner: Arc::new(Handle {
+                core: Mutex::new(Some(core)),
+                closed: AtomicBool::new(false),
+            }),
             progress: Arc::new(Progress::default()),
         })
     }
@@ -354,9 +375,10 @@ impl JsConntrack {
                     ),
                 )
             })?;
-            let cluster_ip = match s.cluster_ip.as_str() {
-                "" | "None" => None,
-                ip => Some(parse_ip(&format!("{what}.clusterIP"), ip)?),
+            let cluster_ip = if is_headless(&s.cluster_ip) {
+                None
+            } else {
+                Some(parse_ip(&format!("{what}.clusterIP"), &s.cluster_ip)?)
             };
             let ips = |name: &str, v: &Option<Vec<String>>| -> Result<Vec<IpAddr>> {
                 v.iter()
@@ -418,25 +440,48 @@ impl JsConntrack {
         }
     }
 
-    /// Test hook: faults to inject into the next operations.
+    /// Test hook: faults to inject into the next operations. Never waits for a running task
+    /// (that would block the JS thread for a whole dump): fails with a conflict instead.
     #[napi]
     pub fn inject_faults(&self, faults: ConntrackFaults) -> Result<()> {
-        with_core(&self.inner, |c| {
-            let f = c.faults_mut();
-            f.recv_eintr = faults.recv_eintr.unwrap_or(0);
-            f.recv_enobufs = faults.recv_enobufs.unwrap_or(0);
-            f.dump_intr = faults.dump_intr.unwrap_or(0);
-            f.trunc = faults.trunc.unwrap_or(0);
-            Ok(())
-        })
-        .map_err(to_js)
+        let mut guard = match self.inner.core.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(err(
+                    Code::Conflict,
+                    "the conntrack handle is busy with a running operation",
+                ))
+            }
+        };
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(to_js(closed_error()));
+        }
+        let c = guard.as_mut().ok_or_else(|| to_js(closed_error()))?;
+        let f = c.faults_mut();
+        f.recv_eintr = faults.recv_eintr.unwrap_or(0);
+        f.recv_enobufs = faults.recv_enobufs.unwrap_or(0);
+        f.dump_intr = faults.dump_intr.unwrap_or(0);
+        f.trunc = faults.trunc.unwrap_or(0);
+        Ok(())
     }
 
-    /// Closes the socket; later calls fail. Waits for a running task to finish.
+    /// Closes the socket; later calls fail. Returns at once: a running task closes the socket
+    /// when it finishes.
     #[napi]
     pub fn close(&self) {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        *g = None;
+        self.inner.closed.store(true, Ordering::Release);
+        match self.inner.core.try_lock() {
+            Ok(mut g) => *g = None,
+            Err(TryLockError::Poisoned(p)) => *p.into_inner() = None,
+            Err(TryLockError::WouldBlock) => {}
+        }
+    }
+
+    /// True once `close()` was called.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
     }
 }
 
