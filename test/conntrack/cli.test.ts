@@ -117,6 +117,16 @@ describe('kubenode conntrack list', () => {
     expect(text.stderr).toContain('5 flow entries');
   });
 
+  it('reconcile rejects a bad --min-sync-period with exit 2', () => {
+    for (const bad of ['abc', '-5', '']) {
+      const r = cli(['reconcile', '--kubeconfig', '/nonexistent/kubeconfig', '--min-sync-period', bad]);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `kubenode: --min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(bad)}\n`,
+      );
+    }
+  });
+
   it('rejects an unknown family or output format with exit 2', () => {
     const fam = cli(['list', '--family', 'ipv5']);
     expect(fam.status).toBe(2);

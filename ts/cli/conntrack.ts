@@ -170,6 +170,19 @@ export function registerConntrack(program: Command): void {
         minSyncPeriod?: string;
         netns?: string;
       }) => {
+        const period = Number(o.minSyncPeriod ?? 1000);
+        if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
+          process.stderr.write(
+            `kubenode: --min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(o.minSyncPeriod)}\n`,
+          );
+          throw new CliExit(2);
+        }
+        // Installed before anything starts, so a signal during start-up is a clean stop too.
+        const signalled = new Promise<void>((resolve) => {
+          const done = () => resolve();
+          process.once('SIGINT', done);
+          process.once('SIGTERM', done);
+        });
         const kc = new KubeConfig();
         kc.loadFromFile(o.kubeconfig);
         const families: conntrack.IPFamily[] =
@@ -181,19 +194,15 @@ export function registerConntrack(program: Command): void {
           families,
           ...(handle ? { conntrack: handle } : {}),
           dryRun: o.dryRun ?? false,
-          minSyncPeriodMs: Number(o.minSyncPeriod ?? 1000),
+          minSyncPeriodMs: period,
           onSync: (fam, res) =>
             process.stdout.write(
               `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
             ),
           onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
         });
-        await r.start();
-        await new Promise<void>((resolve) => {
-          const done = () => resolve();
-          process.once('SIGINT', done);
-          process.once('SIGTERM', done);
-        });
+        await Promise.race([r.start(), signalled]);
+        await signalled;
         await r.stop();
         handle?.close();
       },
