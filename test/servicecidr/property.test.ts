@@ -1,7 +1,9 @@
 // Property: across randomised create/delete sequences of ServiceCIDRs and IPAddresses, the
 // controller never removes a finalizer while an IPAddress would be left outside every
 // ServiceCIDR. Checked through a watch on the real API server: whenever a ServiceCIDR vanishes,
-// every managed IPAddress must still be contained in a remaining ServiceCIDR.
+// every managed IPAddress must still be contained in a remaining ServiceCIDR. The watch must stay
+// up for the whole test, and deletions the controller blocked are counted: a run where none was
+// ever blocked would prove nothing.
 import { type NetworkingV1Api, type V1ServiceCIDR, Watch } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,9 +30,16 @@ type Op = { kind: 'createCIDR' | 'deleteCIDR'; i: number } | { kind: 'createIP' 
 describe('property: no orphan IPAddress', () => {
   it('a finalizer is never removed while an orphan IPAddress exists', async () => {
     const ctl = runController({ kubeConfig: api.kubeConfig, deletionGracePeriodMs: 200, workers: 5 });
-    const violations: string[] = [];
-    const ips = new Set<string>();
+    // Per-run state (reset at the start of each run); `cidrs` mirrors the server.
+    let violations: string[] = [];
+    let ips = new Set<string>();
+    let blocked = new Set<string>();
     const cidrs = new Map<string, string[]>();
+    let blockedTotal = 0;
+    // The API server's own default ServiceCIDR (`kubernetes`) is not ours.
+    const ours = () => [...cidrs.keys()].filter((n) => /^p\d+$/.test(n));
+    let watchStopping = false;
+    let watchDropped: string | undefined;
     // Mirror of the API state from a watch, so checks see the order the server applied.
     const w = await new Watch(api.kubeConfig).watch(
       '/apis/networking.k8s.io/v1/servicecidrs',
@@ -54,9 +63,14 @@ describe('property: no orphan IPAddress', () => {
           }
         } else {
           cidrs.set(name, obj.spec?.cidrs ?? []);
+          const r = obj.status?.conditions?.find((c) => c.type === 'Ready');
+          if (obj.metadata?.deletionTimestamp && r?.reason === servicecidr.REASON_TERMINATING)
+            blocked.add(name);
         }
       },
-      () => {},
+      (err) => {
+        if (!watchStopping) watchDropped = `ServiceCIDR watch ended early: ${err ?? 'closed by the server'}`;
+      },
     );
     try {
       await fc.assert(
@@ -69,6 +83,11 @@ describe('property: no orphan IPAddress', () => {
             { minLength: 5, maxLength: 14 },
           ),
           async (ops) => {
+            violations = [];
+            ips = new Set();
+            blocked = new Set();
+            expect(watchDropped).toBeUndefined();
+            expect(ours()).toEqual([]);
             for (const op of ops) {
               const name = `p${op.i}`;
               try {
@@ -89,7 +108,9 @@ describe('property: no orphan IPAddress', () => {
               await new Promise((r) => setTimeout(r, 30));
             }
             await new Promise((r) => setTimeout(r, 600));
+            expect(watchDropped).toBeUndefined();
             expect(violations).toEqual([]);
+            blockedTotal += blocked.size;
             // Clean up for the next run: IPs first, then every ServiceCIDR must go.
             for (const ip of [...ips]) {
               await net.deleteIPAddress({ name: ip }).catch(() => {});
@@ -100,14 +121,34 @@ describe('property: no orphan IPAddress', () => {
             for (let i = 0; i < CIDRS.length; i++) {
               await waitFor(`p${i} gone`, async () => (await readCIDR(net, `p${i}`)) === undefined, 20_000);
             }
+            await waitFor('watch mirror empty', async () => ours().length === 0, 10_000);
           },
         ),
-        { numRuns: 8 },
+        {
+          numRuns: 8,
+          // One sequence known to need a blocked deletion: an IP only p0 holds, then p0 deleted
+          // (the repeated creates are 409s, giving the controller time to add its finalizer).
+          examples: [
+            [
+              [
+                { kind: 'createCIDR', i: 0 },
+                { kind: 'createIP', i: 0 },
+                { kind: 'createIP', i: 0 },
+                { kind: 'createCIDR', i: 0 },
+                { kind: 'createIP', i: 0 },
+                { kind: 'deleteCIDR', i: 0 },
+              ],
+            ],
+          ],
+        },
       );
     } finally {
+      watchStopping = true;
       w.abort();
       await ctl.stop();
     }
+    expect(watchDropped).toBeUndefined();
     expect(violations).toEqual([]);
+    expect(blockedTotal).toBeGreaterThan(0);
   }, 300_000);
 });
