@@ -122,3 +122,31 @@ describe('RateLimitingQueue', () => {
     q.shutDown();
   });
 });
+
+describe('workqueue_depth at shutdown', () => {
+  const depth = async (registry: Registry) => {
+    const m = (await registry.getSingleMetric('workqueue_depth')?.get())?.values ?? [];
+    return m.find((v) => v.labels.name === 'q')?.value ?? 0;
+  };
+
+  it('shutDownAndDiscard drops queued items (and re-adds of in-flight ones) from the depth', async () => {
+    const registry = new Registry();
+    const q = new RateLimitingQueue<string>({
+      name: 'q',
+      metrics: new servicecidr.WorkqueueMetrics(registry),
+    });
+    q.add('a');
+    q.add('b');
+    q.add('c');
+    const { item } = await q.get(); // 'a' in flight
+    q.add('a'); // re-added while processing
+    expect(await depth(registry)).toBe(3);
+    expect(q.shutDownAndDiscard()).toBe(3);
+    expect(await depth(registry)).toBe(0);
+    expect(q.len()).toBe(0);
+    q.done(item as string); // not requeued
+    expect(q.len()).toBe(0);
+    expect((await q.get()).shutdown).toBe(true);
+    expect(await depth(registry)).toBe(0);
+  });
+});

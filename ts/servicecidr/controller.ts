@@ -192,10 +192,11 @@ export class ServiceCIDRController {
       this.#running = true;
       const workers = Array.from({ length: this.workers }, () => this.#worker(queue));
       await stopped;
-      queue.shutDown();
+      // The term is over: finish what is in flight, act on nothing else without the lease.
+      queue.shutDownAndDiscard();
       await Promise.all(workers);
     } finally {
-      queue.shutDown();
+      queue.shutDownAndDiscard();
       this.#running = false;
       await Promise.all([cidrs.stop(), ips.stop()]);
       this.#log.info(0, 'Shutting down', { controller: CONTROLLER_NAME });

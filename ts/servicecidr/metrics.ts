@@ -11,6 +11,8 @@ export interface QueueMetrics {
   get(queuedSeconds: number): void;
   done(workSeconds: number): void;
   retry(): void;
+  /** `n` queued items were dropped without being handed out. */
+  discard(n: number): void;
 }
 
 // component-base: prometheus.ExponentialBuckets(10e-9, 10, 10).
@@ -100,8 +102,9 @@ export class WorkqueueMetrics implements QueueMetricsProvider {
       },
       done: (work) => this.#work.observe(l, work),
       retry: () => this.#retries.inc(l),
+      discard: (n) => this.#depth.dec(l, n),
     };
   }
 }
 
-export const noopQueueMetrics: QueueMetrics = { add() {}, get() {}, done() {}, retry() {} };
+export const noopQueueMetrics: QueueMetrics = { add() {}, get() {}, done() {}, retry() {}, discard() {} };

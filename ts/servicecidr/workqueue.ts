@@ -141,6 +141,29 @@ export class RateLimitingQueue<T> {
     return this.#shuttingDown;
   }
 
+  /**
+   * Shuts down and drops what is still queued (items being processed finish normally), taking
+   * them off `workqueue_depth`: for an owner that will not drain, such as a controller whose
+   * leadership term ended. Returns how many were dropped.
+   */
+  shutDownAndDiscard(): number {
+    this.shutDown();
+    const dropped = this.#queue.splice(0);
+    for (const item of dropped) {
+      this.#dirty.delete(item);
+      this.#addedAt.delete(item);
+    }
+    // Re-adds of in-flight items (counted in depth when added) are dropped too, so `done`
+    // does not requeue them.
+    for (const item of this.#processing.keys()) {
+      if (!this.#dirty.delete(item)) continue;
+      this.#addedAt.delete(item);
+      dropped.push(item);
+    }
+    if (dropped.length > 0) this.#metrics.discard(dropped.length);
+    return dropped.length;
+  }
+
   /** Stops accepting items; workers drain what is queued, then `get` reports shutdown. */
   shutDown(): void {
     this.#shuttingDown = true;
