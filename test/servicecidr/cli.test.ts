@@ -1,7 +1,7 @@
 // `kubenode servicecidr-controller` as a process: runs against the real API server, serves
 // metrics, exits cleanly on SIGTERM, and reports configuration errors clearly.
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,15 +73,26 @@ describe('kubenode servicecidr-controller', () => {
     );
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/cannot load kubeconfig \/nonexistent\/kubeconfig/);
-    const bad = join(tmpdir(), `kubenode-bad-kubeconfig-${process.pid}`);
-    writeFileSync(bad, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
-    const empty = spawnSync(tsx, [main, 'servicecidr-controller', '--kubeconfig', bad], { encoding: 'utf8' });
-    expect(empty.status).toBe(2);
-    expect(empty.stderr).toMatch(/no current cluster with a server/);
-    const workers = spawnSync(tsx, [main, 'servicecidr-controller', '--kubeconfig', bad, '--workers', '0'], {
-      encoding: 'utf8',
-    });
-    expect(workers.status).toBe(2);
-    expect(workers.stderr).toMatch(/--workers must be a positive integer/);
+    const dir = mkdtempSync(join(tmpdir(), 'kubenode-cli-test-'));
+    try {
+      const bad = join(dir, 'bad-kubeconfig');
+      writeFileSync(bad, 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+      const empty = spawnSync(tsx, [main, 'servicecidr-controller', '--kubeconfig', bad], {
+        encoding: 'utf8',
+      });
+      expect(empty.status).toBe(2);
+      expect(empty.stderr).toMatch(/no current cluster with a server/);
+      const workers = spawnSync(
+        tsx,
+        [main, 'servicecidr-controller', '--kubeconfig', bad, '--workers', '0'],
+        {
+          encoding: 'utf8',
+        },
+      );
+      expect(workers.status).toBe(2);
+      expect(workers.stderr).toMatch(/--workers must be a positive integer/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
