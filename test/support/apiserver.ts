@@ -13,7 +13,7 @@
 // to keep the temp dir (with etcd.log and kube-apiserver.log) after stop().
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
+import { forgetProcess, killGroup, recordProcess } from './fixture-procs.js';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -140,25 +141,40 @@ async function waitFor(
   }
 }
 
+/** Stops a server and its whole process group (it was spawned detached, as group leader). */
 async function killChild(c: ChildProcess | undefined): Promise<void> {
-  if (!c || c.exitCode !== null || c.signalCode !== null) return;
-  const exited = new Promise<void>((r) => c.once('exit', () => r()));
-  c.kill('SIGTERM');
-  const t = setTimeout(() => c.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(t);
+  if (!c?.pid) return;
+  const pid = c.pid;
+  if (c.exitCode === null && c.signalCode === null) {
+    const exited = new Promise<void>((r) => c.once('exit', () => r()));
+    killGroup(pid, 'SIGTERM');
+    const t = setTimeout(() => killGroup(pid, 'SIGKILL'), 5000);
+    await exited;
+    clearTimeout(t);
+  }
+  forgetProcess(pid);
 }
 
 const live = new Set<ChildProcess>();
 let exitHook = false;
-function track(c: ChildProcess): void {
+/**
+ * Never leave servers behind: an `exit` hook kills them when the test process ends without
+ * calling stop(), and a pidfile lets the vitest globalSetup sweep them when it dies by a signal.
+ */
+function track(c: ChildProcess, dir: string): void {
+  const pid = c.pid;
+  if (pid === undefined) return; // spawn failed: the 'error'/'exit' path reports it
   live.add(c);
+  recordProcess(pid, dir);
   c.once('exit', () => live.delete(c));
   if (!exitHook) {
     exitHook = true;
-    // Never leave servers behind if a test run dies without calling stop().
     process.once('exit', () => {
-      for (const p of live) p.kill('SIGKILL');
+      for (const p of live) {
+        if (p.pid === undefined) continue;
+        killGroup(p.pid, 'SIGKILL');
+        forgetProcess(p.pid);
+      }
     });
   }
 }
@@ -169,34 +185,40 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
   const token = randomBytes(16).toString('hex');
   const caFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      '-keyout',
-      keyFile,
-      '-out',
-      caFile,
-    ],
-    { stdio: 'ignore' },
-  );
-  execFileSync('openssl', ['genrsa', '-out', join(dir, 'sa.key'), '2048'], { stdio: 'ignore' });
-  execFileSync('openssl', ['rsa', '-in', join(dir, 'sa.key'), '-pubout', '-out', join(dir, 'sa.pub')], {
-    stdio: 'ignore',
-  });
-  writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`);
-  mkdirSync(join(dir, 'certs'));
-  const ca = readFileSync(caFile);
+  let ca: Buffer;
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        '-keyout',
+        keyFile,
+        '-out',
+        caFile,
+      ],
+      { stdio: 'ignore' },
+    );
+    execFileSync('openssl', ['genrsa', '-out', join(dir, 'sa.key'), '2048'], { stdio: 'ignore' });
+    execFileSync('openssl', ['rsa', '-in', join(dir, 'sa.key'), '-pubout', '-out', join(dir, 'sa.pub')], {
+      stdio: 'ignore',
+    });
+    writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`);
+    mkdirSync(join(dir, 'certs'));
+    ca = readFileSync(caFile);
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`could not prepare the test API server's certificates: ${(e as Error).message}`);
+  }
 
   const [clientPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${clientPort}`;
@@ -224,9 +246,10 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
         '--listen-metrics-urls=',
         '--unsafe-no-fsync',
       ],
-      { stdio: ['ignore', out, out] },
+      { stdio: ['ignore', out, out], detached: true },
     );
-    track(etcd);
+    closeSync(out); // the child has its own copy
+    track(etcd, dir);
     const e = etcd;
     await waitFor('etcd', e, etcdLog, 30_000, async () => {
       const r = await get(`${etcdUrl}/health`);
@@ -258,9 +281,10 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
         '--disable-admission-plugins=ServiceAccount',
         ...(options.extraArgs ?? []),
       ],
-      { stdio: ['ignore', out, out] },
+      { stdio: ['ignore', out, out], detached: true },
     );
-    track(apiserver);
+    closeSync(out);
+    track(apiserver, dir);
     const a = apiserver;
     await waitFor('kube-apiserver', a, apiLog, options.readyTimeoutMs ?? 120_000, async () => {
       const r = await get(`${url}/readyz`, { ca, token });
