@@ -59,8 +59,83 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-/// Runs in the forked child: raw system calls only.
-fn child(to_parent: i32, from_parent: i32, probe: &CString) -> ! {
+/// Closes every descriptor from 3 up except `keep` (both >= 3). Without an exec, O_CLOEXEC does
+/// nothing, and an inherited copy of the flock'ed pods-directory lock would keep the lock held
+/// for as long as this child lives.
+fn close_all_but(mut keep: [i32; 2]) {
+    keep.sort_unstable();
+    let mut lo = 3u32;
+    for k in keep {
+        // A kept descriptor below 3 (stdin closed by the embedder) needs no gap.
+        let Ok(k) = u32::try_from(k) else { continue };
+        if k >= lo {
+            if k > lo {
+                close_range(lo, k - 1);
+            }
+            lo = k + 1;
+        }
+    }
+    close_range(lo, u32::MAX);
+}
+
+fn close_range(lo: u32, hi: u32) {
+    // SAFETY: close_range only closes descriptors; none in the range is used by this process.
+    if unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) } == 0 {
+        return;
+    }
+    // Kernels before 5.9: close one by one up to the descriptor limit.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills a stack struct.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(1 << 20) as u32
+    } else {
+        1 << 16
+    };
+    for fd in lo..hi.min(max.saturating_sub(1)).saturating_add(1) {
+        // SAFETY: as above.
+        unsafe { libc::close(fd as i32) };
+    }
+}
+
+/// Dies with SIGKILL when the parent does, and exits now if it already has. Set again after
+/// each credential change, which clears the setting. The signal follows the forking thread,
+/// which waits for (and reaps) the child before `verify_mapping` returns; should it go first
+/// anyway, the closed pipe ends still end the child at its next read.
+fn follow_parent(parent: libc::pid_t) {
+    // SAFETY: prctl/getppid/_exit are plain system calls.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
+
+/// Runs in the forked child: raw system calls only. `to_parent` and `from_parent` are the
+/// child's ends; `unused` are the parent's ends, closed first so that the parent's death
+/// reads as EOF here.
+fn child(
+    to_parent: i32,
+    from_parent: i32,
+    unused: [i32; 2],
+    parent: libc::pid_t,
+    probe: &CString,
+) -> ! {
+    for fd in unused {
+        // SAFETY: the parent's pipe ends; this process never uses them.
+        unsafe { libc::close(fd) };
+    }
+    follow_parent(parent);
+    close_all_but([to_parent, from_parent]);
     let send = |tag: u8, a: u32, b: u32, c: u32| {
         let mut m = [0u8; MSG_LEN];
         m[0] = tag;
@@ -101,6 +176,7 @@ fn child(to_parent: i32, from_parent: i32, probe: &CString) -> ! {
             send(TAG_FAIL, 3, errno() as u32, 0);
             libc::_exit(1);
         }
+        follow_parent(parent);
         let uid = libc::getuid();
         let gid = libc::getgid();
         let fd = libc::open(
@@ -233,19 +309,28 @@ pub fn verify_mapping(host_id: u32, length: u32) -> Result<VerifyReport> {
     let probe = CString::new(probe_path.as_os_str().as_bytes())
         .map_err(|_| Error::new(ErrorKind::Io, "temporary path contains NUL"))?;
 
+    // Each pipe goes into the guard as soon as it exists, so a failing second pipe2 does not
+    // leak the first.
     let mut to_child = pipe()?;
+    guard.fds.extend([to_child.r, to_child.w]);
     let mut to_parent = pipe()?;
-    guard
-        .fds
-        .extend([to_child.r, to_child.w, to_parent.r, to_parent.w]);
+    guard.fds.extend([to_parent.r, to_parent.w]);
 
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: the child only runs `child`, which uses async-signal-safe system calls and exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(sys("fork"));
     }
     if pid == 0 {
-        child(to_parent.w, to_child.r, &probe);
+        child(
+            to_parent.w,
+            to_child.r,
+            [to_child.w, to_parent.r],
+            parent,
+            &probe,
+        );
     }
     guard.pid = pid;
     close(&mut to_child.r);

@@ -34,3 +34,136 @@ fn impossible_mappings_are_refused() {
     assert!(verify_mapping(4294901760, 131072).is_err());
     assert!(verify_mapping(65536, 0).is_err());
 }
+
+const HELPER_ENV: &str = "KUBENODE_USERNS_VERIFY_HELPER";
+
+/// Runs only in the re-executed helper: holds the pods-directory lock and verifies in a loop
+/// until killed.
+#[test]
+fn helper_verify_forever_holding_the_lock() {
+    let Some(pods) = std::env::var_os(HELPER_ENV) else {
+        return;
+    };
+    let _m = kubenode_userns::Manager::open(pods, config(), lock())
+        .unwrap_or_else(|e| panic!("helper cannot open the pods dir: {e}"));
+    println!("HELPER-READY");
+    loop {
+        verify_mapping(131072, 65536).unwrap_or_else(|e| panic!("verify in helper: {e}"));
+    }
+}
+
+fn config() -> kubenode_userns::Config {
+    kubenode_userns::Config {
+        ids_per_pod: 65536,
+        first_id: 65536,
+        length: 16 * 65536,
+        max_pods: 0,
+    }
+}
+
+fn lock() -> kubenode_userns::Options {
+    kubenode_userns::Options {
+        lock: true,
+        seed: Some(1),
+    }
+}
+
+/// Children of `pid` (every thread of it), from `/proc`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in tasks.flatten() {
+        let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        out.extend(
+            list.split_whitespace()
+                .filter_map(|v| v.parse::<u32>().ok()),
+        );
+    }
+    out
+}
+
+/// Kills and reaps the helper should an assertion fail (a no-op once it has been waited for).
+struct Helper(std::process::Child);
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Alive and not a zombie.
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// A process that dies in the middle of a check must not leave the child behind: it would
+/// block forever and, holding an inherited copy of the pods-directory lock, keep every later
+/// manager from opening.
+#[test]
+fn killing_the_caller_mid_check_leaves_no_child_and_no_lock() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pods = dir.path().join("pods");
+    for round in 0..5 {
+        let mut helper = Helper(
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "helper_verify_forever_holding_the_lock",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(HELPER_ENV, &pods)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn helper"),
+        );
+        let mut out = BufReader::new(helper.0.stdout.take().unwrap());
+        let mut line = String::new();
+        // The marker follows the harness's "test ... " text on the same line.
+        while !line.contains("HELPER-READY") {
+            line.clear();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "round {round}: helper ended before it held the lock"
+            );
+        }
+        // Kill the helper while one of its checks has a child.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let caught = loop {
+            let kids = children(helper.0.id());
+            if !kids.is_empty() {
+                helper.0.kill().unwrap();
+                break kids;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no check child seen"
+            );
+        };
+        helper.0.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while caught.iter().any(|&p| running(p)) {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: check child {caught:?} outlived its parent"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kubenode_userns::Manager::open(&pods, config(), lock())
+            .unwrap_or_else(|e| panic!("round {round}: pods dir still locked: {e}"));
+    }
+}
