@@ -299,12 +299,15 @@ export class UserNsManager {
     outcomeOrThrow(await awaitNative(this.#core.cleanup(known, running)));
   }
 
-  /** Every allocation, sorted by pod UID. */
+  /** Every allocation, sorted by pod UID, as of the last finished call (never waits for a
+   * running one). */
   allocations(): Allocation[] {
     return this.#core ? this.#core.allocations() : [];
   }
 
-  /** Releases the pods-directory lock; the manager is unusable afterwards. */
+  /** Releases the pods-directory lock; the manager is unusable afterwards. Returns at once: if a
+   * call is running, the lock goes as soon as that call finishes, and calls not yet started
+   * fail as not open. */
   close(): void {
     this.#core?.close();
   }

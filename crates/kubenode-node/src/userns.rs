@@ -2,9 +2,16 @@
 //! concurrent JS promises are serialised in Rust; each call (open/restore, getOrCreate,
 //! release, cleanup) is one AsyncTask. Task outcomes carry the error kind and code, since a
 //! Task can only reject with a plain status.
+//!
+//! The synchronous calls made on the JS thread (`allocations`, `isOpen`, `close`) never wait
+//! for that mutex, which a task holds for its whole run (a restore with fsyncs can take long):
+//! they read a mirror of the allocations behind its own small lock and atomic flags, and
+//! `close` applies at once when no task runs, otherwise right after the running one.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use kubenode_userns::{
     list_mappings, read_pod_mapping, verify_mapping, Config, Error as CoreError, ErrorKind,
@@ -155,12 +162,105 @@ fn outcome(r: std::result::Result<Option<UserNamespace>, CoreError>) -> UsernsOu
     o
 }
 
-type Shared = Arc<Mutex<Option<Manager>>>;
+/// What the JS thread may read without waiting for a running task: pod → first host ID,
+/// kept equal to the manager's allocations at the end of every task.
+#[derive(Default)]
+struct Mirror {
+    ids_per_pod: u32,
+    pods: BTreeMap<String, u32>,
+}
 
-/// A poisoned lock only means an earlier task panicked; the manager state is still consistent
-/// (every mutation completes before a call returns), so keep using it.
-fn guard(m: &Shared) -> MutexGuard<'_, Option<Manager>> {
+#[derive(Default)]
+struct State {
+    manager: Mutex<Option<Manager>>,
+    mirror: Mutex<Mirror>,
+    /// A manager is open (set under the manager lock).
+    open: AtomicBool,
+    /// `close()` calls so far, and how many of them have dropped the manager.
+    close_requested: AtomicU64,
+    close_applied: AtomicU64,
+}
+
+type Shared = Arc<State>;
+
+/// A poisoned lock only means an earlier task panicked; the state behind it is still
+/// consistent (every mutation completes before a call returns), so keep using it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl State {
+    /// Takes the manager lock for a task, first applying a `close()` that came meanwhile.
+    fn begin(&self) -> MutexGuard<'_, Option<Manager>> {
+        let mut g = lock(&self.manager);
+        self.apply_close(&mut g);
+        g
+    }
+
+    /// Releases the manager lock, then applies a `close()` that could not take it.
+    fn finish(&self, g: MutexGuard<'_, Option<Manager>>) {
+        drop(g);
+        self.settle();
+    }
+
+    fn apply_close(&self, g: &mut Option<Manager>) {
+        let req = self.close_requested.load(Ordering::SeqCst);
+        if req != self.close_applied.load(Ordering::SeqCst) {
+            *g = None;
+            self.open.store(false, Ordering::SeqCst);
+            lock(&self.mirror).pods.clear();
+            self.close_applied.store(req, Ordering::SeqCst);
+        }
+    }
+
+    /// Applies a pending close if the manager lock is free; otherwise its holder will, when it
+    /// finishes (every holder settles after releasing).
+    fn settle(&self) {
+        if self.close_requested.load(Ordering::SeqCst) == self.close_applied.load(Ordering::SeqCst)
+        {
+            return;
+        }
+        let mut g = match self.manager.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        self.apply_close(&mut g);
+    }
+
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::SeqCst)
+            && self.close_requested.load(Ordering::SeqCst)
+                == self.close_applied.load(Ordering::SeqCst)
+    }
+
+    /// Mirrors the manager's entry for `pods` after a call on them.
+    fn sync_pods<'a>(&self, m: &Manager, pods: impl Iterator<Item = &'a String>) {
+        let mut mirror = lock(&self.mirror);
+        for pod in pods {
+            match m.allocated(pod) {
+                Some(h) => {
+                    if mirror.pods.get(pod) != Some(&h) {
+                        mirror.pods.insert(pod.clone(), h);
+                    }
+                }
+                None => {
+                    mirror.pods.remove(pod);
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the mirror from the manager (after open and cleanup).
+    fn sync_all(&self, m: &Manager) {
+        let mut mirror = lock(&self.mirror);
+        mirror.ids_per_pod = m.layout().ids_per_pod;
+        mirror.pods = m
+            .allocations()
+            .into_iter()
+            .map(|a| (a.pod, a.host_id))
+            .collect();
+    }
 }
 
 fn not_open() -> CoreError {
@@ -199,6 +299,72 @@ pub enum Op {
 pub struct ManagerTask {
     shared: Shared,
     op: Option<Op>,
+    /// `close()` calls made before this task was issued.
+    issued_after: u64,
+}
+
+impl ManagerTask {
+    fn run(&self, g: &mut Option<Manager>, op: Op) -> UsernsOutcome {
+        let st = &self.shared;
+        match op {
+            Op::Open(dir, config, opts) => {
+                // Drop a previous manager (and its lock) before taking the lock again.
+                *g = None;
+                st.open.store(false, Ordering::SeqCst);
+                if self.issued_after != st.close_requested.load(Ordering::SeqCst) {
+                    // close() was called after this open: it wins.
+                    return outcome(Err(not_open()));
+                }
+                match Manager::open(dir, config, opts) {
+                    Ok(m) => {
+                        let s = m.restore_stats();
+                        st.sync_all(&m);
+                        *g = Some(m);
+                        st.open.store(true, Ordering::SeqCst);
+                        let mut o = outcome(Ok(None));
+                        o.restored = s.restored as u32;
+                        o.stale_temp_files_removed = s.stale_temp_files_removed as u32;
+                        o
+                    }
+                    Err(e) => outcome(Err(e)),
+                }
+            }
+            Op::GetOrCreate(pod) => match g.as_mut() {
+                Some(m) => {
+                    let r = m.get_or_create(&pod);
+                    st.sync_pods(m, std::iter::once(&pod));
+                    outcome(r.map(Some))
+                }
+                None => outcome(Err(not_open())),
+            },
+            Op::Release(pod) => match g.as_mut() {
+                Some(m) => {
+                    m.release(&pod);
+                    st.sync_pods(m, std::iter::once(&pod));
+                    outcome(Ok(None))
+                }
+                None => outcome(Err(not_open())),
+            },
+            Op::ReleaseMany(pods) => match g.as_mut() {
+                Some(m) => {
+                    for pod in &pods {
+                        m.release(pod);
+                    }
+                    st.sync_pods(m, pods.iter());
+                    outcome(Ok(None))
+                }
+                None => outcome(Err(not_open())),
+            },
+            Op::Cleanup(pods, running) => match g.as_mut() {
+                Some(m) => {
+                    let r = m.cleanup_orphans(&pods, &running);
+                    st.sync_all(m);
+                    outcome(r.map(|()| None))
+                }
+                None => outcome(Err(not_open())),
+            },
+        }
+    }
 }
 
 impl Task for ManagerTask {
@@ -209,48 +375,11 @@ impl Task for ManagerTask {
         let Some(op) = self.op.take() else {
             return Ok(outcome(Err(not_open())));
         };
-        let mut g = guard(&self.shared);
-        Ok(match op {
-            Op::Open(dir, config, opts) => {
-                // Drop a previous manager (and its lock) before taking the lock again.
-                *g = None;
-                match Manager::open(dir, config, opts) {
-                    Ok(m) => {
-                        let s = m.restore_stats();
-                        *g = Some(m);
-                        let mut o = outcome(Ok(None));
-                        o.restored = s.restored as u32;
-                        o.stale_temp_files_removed = s.stale_temp_files_removed as u32;
-                        o
-                    }
-                    Err(e) => outcome(Err(e)),
-                }
-            }
-            Op::GetOrCreate(pod) => match g.as_mut() {
-                Some(m) => outcome(m.get_or_create(&pod).map(Some)),
-                None => outcome(Err(not_open())),
-            },
-            Op::Release(pod) => match g.as_mut() {
-                Some(m) => {
-                    m.release(&pod);
-                    outcome(Ok(None))
-                }
-                None => outcome(Err(not_open())),
-            },
-            Op::ReleaseMany(pods) => match g.as_mut() {
-                Some(m) => {
-                    for pod in &pods {
-                        m.release(pod);
-                    }
-                    outcome(Ok(None))
-                }
-                None => outcome(Err(not_open())),
-            },
-            Op::Cleanup(pods, running) => match g.as_mut() {
-                Some(m) => outcome(m.cleanup_orphans(&pods, &running).map(|()| None)),
-                None => outcome(Err(not_open())),
-            },
-        })
+        let shared = self.shared.clone();
+        let mut g = shared.begin();
+        let o = self.run(&mut g, op);
+        shared.finish(g);
+        Ok(o)
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
@@ -271,14 +400,21 @@ impl Task for GetOrCreateManyTask {
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let pods = std::mem::take(&mut self.pods);
-        let mut g = guard(&self.shared);
-        Ok(match g.as_mut() {
-            Some(m) => pods
-                .iter()
-                .map(|p| outcome(m.get_or_create(p).map(Some)))
-                .collect(),
+        let shared = self.shared.clone();
+        let mut g = shared.begin();
+        let out = match g.as_mut() {
+            Some(m) => {
+                let out = pods
+                    .iter()
+                    .map(|p| outcome(m.get_or_create(p).map(Some)))
+                    .collect();
+                shared.sync_pods(m, pods.iter());
+                out
+            }
             None => pods.iter().map(|_| outcome(Err(not_open()))).collect(),
-        })
+        };
+        shared.finish(g);
+        Ok(out)
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
@@ -303,7 +439,7 @@ impl UsernsCore {
     #[napi(constructor)]
     pub fn new() -> Self {
         Self {
-            shared: Arc::new(Mutex::new(None)),
+            shared: Arc::new(State::default()),
         }
     }
 
@@ -311,6 +447,7 @@ impl UsernsCore {
         AsyncTask::new(ManagerTask {
             shared: self.shared.clone(),
             op: Some(op),
+            issued_after: self.shared.close_requested.load(Ordering::SeqCst),
         })
     }
 
@@ -350,32 +487,36 @@ impl UsernsCore {
         self.task(Op::Cleanup(pods, running_pods))
     }
 
-    /// Every allocation, sorted by pod UID (waits for a running task).
+    /// Every allocation, sorted by pod UID, as of the last finished call: never waits for a
+    /// running task.
     #[napi]
     pub fn allocations(&self) -> Vec<UsernsAllocation> {
-        match guard(&self.shared).as_ref() {
-            Some(m) => m
-                .allocations()
-                .into_iter()
-                .map(|a| UsernsAllocation {
-                    pod: a.pod,
-                    host_id: a.host_id,
-                    length: a.length,
-                })
-                .collect(),
-            None => Vec::new(),
+        if !self.shared.is_open() {
+            return Vec::new();
         }
+        let mirror = lock(&self.shared.mirror);
+        mirror
+            .pods
+            .iter()
+            .map(|(pod, &host_id)| UsernsAllocation {
+                pod: pod.clone(),
+                host_id,
+                length: mirror.ids_per_pod,
+            })
+            .collect()
     }
 
     #[napi(getter)]
     pub fn is_open(&self) -> bool {
-        guard(&self.shared).is_some()
+        self.shared.is_open()
     }
 
-    /// Drops the manager and its lock.
+    /// Drops the manager and its lock: at once when no call is running, otherwise as soon as
+    /// the running one finishes. Calls that have not started yet see a closed manager.
     #[napi]
     pub fn close(&self) {
-        *guard(&self.shared) = None;
+        self.shared.close_requested.fetch_add(1, Ordering::SeqCst);
+        self.shared.settle();
     }
 }
 
@@ -472,8 +613,14 @@ pub fn userns_list(pods_dir: String) -> AsyncTask<ListTask> {
     })
 }
 
+pub enum VerifyTarget {
+    Mapping(u32, u32),
+    /// `<podsDir>/<podUid>/userns`, read in `compute` rather than on the JS thread.
+    Pod(PathBuf, String),
+}
+
 pub struct VerifyTask {
-    target: std::result::Result<(Option<String>, u32, u32), CoreError>,
+    target: Option<VerifyTarget>,
 }
 
 fn report(pod: Option<String>, r: VerifyReport) -> UsernsVerifyReport {
@@ -499,10 +646,14 @@ impl Task for VerifyTask {
     type JsValue = UsernsVerifyOutcome;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
-        let r = self
-            .target
-            .clone()
-            .and_then(|(pod, h, l)| verify_mapping(h, l).map(|r| report(pod, r)));
+        let target = match self.target.take() {
+            Some(VerifyTarget::Mapping(h, l)) => Ok((None, h, l)),
+            Some(VerifyTarget::Pod(dir, pod)) => {
+                read_pod_mapping(&dir, &pod).map(|(h, l)| (Some(pod), h, l))
+            }
+            None => Err(CoreError::new(ErrorKind::Io, "verify task ran twice")),
+        };
+        let r = target.and_then(|(pod, h, l)| verify_mapping(h, l).map(|r| report(pod, r)));
         Ok(match r {
             Ok(r) => UsernsVerifyOutcome {
                 report: Some(r),
@@ -524,14 +675,14 @@ impl Task for VerifyTask {
 #[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
 pub fn userns_verify_mapping(host_id: u32, length: u32) -> AsyncTask<VerifyTask> {
     AsyncTask::new(VerifyTask {
-        target: Ok((None, host_id, length)),
+        target: Some(VerifyTarget::Mapping(host_id, length)),
     })
 }
 
 /// Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping.
 #[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
 pub fn userns_verify_pod(pods_dir: String, pod_uid: String) -> AsyncTask<VerifyTask> {
-    let target = read_pod_mapping(std::path::Path::new(&pods_dir), &pod_uid)
-        .map(|(h, l)| (Some(pod_uid), h, l));
-    AsyncTask::new(VerifyTask { target })
+    AsyncTask::new(VerifyTask {
+        target: Some(VerifyTarget::Pod(pods_dir.into(), pod_uid)),
+    })
 }
