@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { userns } from '../../ts/index.js';
+import { KubenodeError, userns } from '../../ts/index.js';
 
 const L = 65536;
 const dirs: string[] = [];
@@ -444,5 +444,49 @@ describe('getsubids', () => {
     await expect(
       userns.resolveKubeletMappings({ idsPerPod: L, user: 'root', pathEnv: only }),
     ).rejects.toThrow('error retrieving additional uids for user "root": exit status 1');
+  });
+
+  it('lookup and exec failures are UsernsErrors, never raw errors', async () => {
+    const bin = mkdtempSync(path.join(tmpdir(), 'kubenode-path-'));
+    dirs.push(bin);
+    const script = (name: string, body: string) => writeFileSync(path.join(bin, name), body, { mode: 0o755 });
+    const rejectsWith = async (p: Promise<unknown>, kind: string, message: string) => {
+      const e = await p.then(
+        () => null,
+        (err: unknown) => err,
+      );
+      expect(e).toBeInstanceOf(userns.UsernsError);
+      expect(e).toBeInstanceOf(KubenodeError);
+      expect((e as userns.UsernsError).kind).toBe(kind);
+      expect((e as Error).message).toBe(message);
+    };
+    // getent failing for another reason than "no such key" (status 2).
+    script('getent', '#!/bin/sh\nexit 3\n');
+    await rejectsWith(
+      userns.accountExists('root', bin),
+      'io',
+      'user: lookup username root: getent exited with status 3',
+    );
+    await rejectsWith(
+      userns.resolveKubeletMappings({ idsPerPod: L, user: 'root', pathEnv: bin }),
+      'io',
+      'user: lookup username root: getent exited with status 3',
+    );
+    // A getent that cannot be started at all (its interpreter is missing).
+    script('getent', '#!/nonexistent/sh\nexit 0\n');
+    const e = await userns.accountExists('root', bin).catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(userns.UsernsError);
+    expect((e as userns.UsernsError).kind).toBe('io');
+    expect((e as Error).message).toMatch(/^user: lookup username root: spawn .*getent ENOENT$/);
+    // getsubids that cannot be started.
+    script('getent', '#!/bin/sh\nexit 0\n');
+    script('getsubids', '#!/nonexistent/sh\n');
+    const g = await userns
+      .resolveKubeletMappings({ idsPerPod: L, user: 'root', pathEnv: bin })
+      .catch((err: unknown) => err);
+    expect(g).toBeInstanceOf(userns.UsernsError);
+    expect((g as Error).message).toMatch(
+      /^error retrieving additional uids for user "root": spawn .*ENOENT$/,
+    );
   });
 });

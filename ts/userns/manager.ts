@@ -152,9 +152,11 @@ export class UserNsManager {
         pool = await resolveKubeletMappings({ idsPerPod, featureGateEnabled: gate });
       } catch (e) {
         const msg = `kubelet mappings: ${(e as Error).message}`;
-        throw e instanceof KubenodeError
-          ? new UsernsError(e.code, 'config', msg, { cause: e })
-          : new UsernsError('ERR_KUBENODE_IO', 'io', msg, { cause: e });
+        throw e instanceof UsernsError
+          ? new UsernsError(e.code, e.kind, msg, { cause: e })
+          : e instanceof KubenodeError
+            ? new UsernsError(e.code, 'config', msg, { cause: e })
+            : new UsernsError('ERR_KUBENODE_IO', 'io', msg, { cause: e });
       }
     }
     if (options.seed !== undefined) assertInteger('seed', options.seed);

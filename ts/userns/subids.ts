@@ -103,21 +103,37 @@ export async function lookPath(name: string, pathEnv = process.env.PATH ?? ''): 
   return null;
 }
 
-/** Whether the account exists: `getent passwd` (NSS) when available, else /etc/passwd. */
+function ioError(message: string, cause?: unknown): UsernsError {
+  return new UsernsError('ERR_KUBENODE_IO', 'io', message, cause === undefined ? undefined : { cause });
+}
+
+/** Runs `file`, turning a failure to start it (not an exit status) into `message: <reason>`. */
+async function runOr(file: string, args: string[], message: string) {
+  try {
+    return await run(file, args);
+  } catch (e) {
+    throw ioError(`${message}: ${(e as Error).message}`, e);
+  }
+}
+
+/** Whether the account exists: `getent passwd` (NSS) when available, else /etc/passwd. A lookup
+ * that fails (rather than finding no account) is a `UsernsError` of kind `io`, as Go's
+ * `user.Lookup` errors other than `UnknownUserError`. */
 export async function accountExists(user: string, pathEnv?: string): Promise<boolean> {
   const getent = await lookPath('getent', pathEnv);
   if (getent) {
-    const r = await run(getent, ['passwd', user]);
+    const lookup = `user: lookup username ${user}`;
+    const r = await runOr(getent, ['passwd', user], lookup);
     if (r.code === 0) return true;
     if (r.code === 2) return false;
-    throw new Error(`user: lookup username ${user}: getent exited with status ${r.code}`);
+    throw ioError(`${lookup}: getent exited with status ${r.code}`);
   }
   const passwd = await readFile('/etc/passwd', 'utf8').catch(() => '');
   return passwd.split('\n').some((l) => l.split(':')[0] === user);
 }
 
-/** The kubelet's `getKubeletMappings`. Errors carry upstream's text (without the
- * `kubelet mappings: ` prefix, which the manager adds). */
+/** The kubelet's `getKubeletMappings`. Errors are `UsernsError`s carrying upstream's text
+ * (without the `kubelet mappings: ` prefix, which the manager adds). */
 export async function resolveKubeletMappings(opts: ResolveOptions): Promise<IdPool> {
   const { idsPerPod, featureGateEnabled = true, pathEnv, user = KUBELET_USER } = opts;
   if (!featureGateEnabled) return defaultPool(idsPerPod);
@@ -128,11 +144,11 @@ export async function resolveKubeletMappings(opts: ResolveOptions): Promise<IdPo
     // kubelet account, a missing getsubids is fatal.
     throw configError('exec: "getsubids": executable file not found in $PATH');
   }
-  const uids = await run(cmd, [user]);
+  const uids = await runOr(cmd, [user], `error retrieving additional uids for user ${goQuote(user)}`);
   if (uids.code !== 0) {
     throw configError(`error retrieving additional uids for user ${goQuote(user)}: exit status ${uids.code}`);
   }
-  const gids = await run(cmd, ['-g', user]);
+  const gids = await runOr(cmd, ['-g', user], `error retrieving additional gids for user ${goQuote(user)}`);
   if (gids.code !== 0) throw configError(`error retrieving additional gids for user ${goQuote(user)}`);
   if (uids.stdout !== gids.stdout)
     throw configError(`mismatched subuids and subgids for user ${goQuote(user)}`);
