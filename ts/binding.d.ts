@@ -10,9 +10,12 @@ export declare class AllocationBitmap {
   has(i: number): boolean
   free(): number
   count(): number
-  /** All set slots, ascending, in one crossing. */
+  /**
+   * All set slots, ascending, in one crossing. There is deliberately no native `forEach`: a
+   * callback into JS while an iterator borrows the map could mutate (or `restore`) it under
+   * the iterator; `ts/bitmap.ts` builds `forEach` on this array instead.
+   */
   toArray(): Array<number>
-  forEach(callback: (arg: number) => void): void
   snapshot(): BitmapSnapshot
   restore(range: string, data: Uint8Array): void
 }
@@ -29,10 +32,18 @@ export declare class Conntrack {
   cleanStale(familyName: string, services: Array<ConntrackService>, endpoints: Record<string, Array<ConntrackEndpoint>>, dryRun?: boolean | undefined | null): Promise<ConntrackCleanOutcome>
   /** Progress of the running clean pass (readable while it runs). */
   progress(): ConntrackProgress
-  /** Test hook: faults to inject into the next operations. */
+  /**
+   * Test hook: faults to inject into the next operations. Never waits for a running task
+   * (that would block the JS thread for a whole dump): fails with a conflict instead.
+   */
   injectFaults(faults: ConntrackFaults): void
-  /** Closes the socket; later calls fail. Waits for a running task to finish. */
+  /**
+   * Closes the socket; later calls fail. Returns at once: a running task closes the socket
+   * when it finishes.
+   */
   close(): void
+  /** True once `close()` was called. */
+  get closed(): boolean
 }
 export type JsConntrack = Conntrack
 
@@ -51,9 +62,9 @@ export declare class ServiceCidrIndex {
   overlapping(cidr: string): Array<string>
   /**
    * Upstream `canDeleteCIDR` over the allocator-managed IPAddresses (`ips[i]` with family
-   * label `families[i]`).
+   * label `families[i]`, null when the label is absent).
    */
-  canDelete(name: string, cidrs: Array<string>, ips: Array<string>, families: Array<string>): ServiceCidrDeleteCheck
+  canDelete(name: string, cidrs: Array<string>, ips: Array<string>, families: Array<string | undefined | null>): ServiceCidrDeleteCheck
 }
 export type JsServiceCidrIndex = ServiceCidrIndex
 
@@ -110,10 +121,16 @@ export declare class UsernsCore {
   getOrCreateMany(podUids: Array<string>): Promise<UsernsOutcome[]>
   releaseMany(podUids: Array<string>): Promise<UsernsOutcome>
   cleanup(pods: Array<string>, runningPods: Array<string>): Promise<UsernsOutcome>
-  /** Every allocation, sorted by pod UID (waits for a running task). */
+  /**
+   * Every allocation, sorted by pod UID, as of the last finished call: never waits for a
+   * running task.
+   */
   allocations(): Array<UsernsAllocation>
   get isOpen(): boolean
-  /** Drops the manager and its lock. */
+  /**
+   * Drops the manager and its lock: at once when no call is running, otherwise as soon as
+   * the running one finishes. Calls that have not started yet see a closed manager.
+   */
   close(): void
 }
 
@@ -340,7 +357,7 @@ export interface SysctlProbeOutcome {
 export interface SysctlProbeResult {
   name: string
   namespace: string
-  /** `isolated`, `leaked`, `absent`, `unchangeable` or `error`. */
+  /** `isolated`, `leaked`, `absent`, `unchangeable`, `not-namespaced` or `error`. */
   outcome: string
   hostValue?: string
   probeValue?: string
