@@ -43,6 +43,7 @@ let failed = false;
 for (const name of names) {
   console.log(`\n== ${name}`);
   const mod = (await import(pathToFileURL(join(dir, `${name}.bench.ts`)).href)) as BenchModule;
+  const loadBefore = os.loadavg()[0] ?? 0;
   let body: string;
   try {
     body = await mod.run(ctx);
@@ -56,7 +57,8 @@ for (const name of names) {
     `<!-- bench:${name}:start -->`,
     `## ${name}`,
     '',
-    `Command: \`npm run bench -- ${name}\` — ${new Date().toISOString().slice(0, 10)}, ${machine}.`,
+    `Command: \`npm run bench -- ${name}\` — ${new Date().toISOString().slice(0, 10)}, ${machine}; ` +
+      `1-minute load average ${loadBefore.toFixed(2)} before, ${(os.loadavg()[0] ?? 0).toFixed(2)} after.`,
     '',
     body.trim(),
     `<!-- bench:${name}:end -->`,
