@@ -88,6 +88,20 @@ async function deleteSliceIfAny(name: string): Promise<void> {
   }
 }
 
+/** The dns service's slice with every endpoint serving, whatever an earlier test left. */
+async function resetDnsSlice(): Promise<void> {
+  await deleteSliceIfAny('dns-1');
+  await disc.createNamespacedEndpointSlice({
+    namespace: NS,
+    body: slice(
+      'dns',
+      'UDP',
+      5353,
+      EP.map((ip) => ep(ip)),
+    ),
+  });
+}
+
 // The DNS VIP maps source port 4000i to EP[i-1] so each flow's endpoint is known in advance;
 // any other source port to the VIP is not DNATed (a flow straight to the VIP: stale).
 const flowKey = (e: CtEntry) => `${e.origDst}:${e.dport} ${e.sport} -> ${e.replySrc}`;
@@ -236,16 +250,7 @@ describe('kubenode conntrack reconcile', () => {
   it('runs passes against the API server in the given namespace and exits 0 on SIGTERM', async () => {
     // Its own starting state, whatever ran before: no conntrack entries, a fresh dns slice.
     ns.exec('conntrack', ['-F']);
-    await deleteSliceIfAny('dns-1');
-    await disc.createNamespacedEndpointSlice({
-      namespace: NS,
-      body: slice(
-        'dns',
-        'UDP',
-        5353,
-        EP.map((ip) => ep(ip)),
-      ),
-    });
+    await resetDnsSlice();
     ns.sendUdp([
       [40001, DNS_VIP, 53],
       [40002, DNS_VIP, 53],
@@ -311,16 +316,7 @@ describe('kubenode conntrack reconcile', () => {
 
 describe('StaleFlowReconciler when things fail', () => {
   it('restarts each failed watch with capped backoff during an outage and recovers after it', async () => {
-    await deleteSliceIfAny('dns-1');
-    await disc.createNamespacedEndpointSlice({
-      namespace: NS,
-      body: slice(
-        'dns',
-        'UDP',
-        5353,
-        EP.map((ip) => ep(ip)),
-      ),
-    });
+    await resetDnsSlice();
     const handle = await conntrack.Conntrack.open({ netns: ns.path });
     let passes = 0;
     const errors: unknown[] = [];
