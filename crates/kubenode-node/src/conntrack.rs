@@ -27,6 +27,8 @@ fn code_of(e: &CtError) -> Code {
         CtError::Netns { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
             Code::Permission
         }
+        CtError::Namespace(e) if e.is_permission() => Code::Permission,
+        CtError::Namespace(e) if e.is_wrong_file() => Code::InvalidArg,
         _ => Code::Io,
     }
 }

@@ -456,8 +456,10 @@ pub struct SysctlApplyOutcome {
     pub error: Option<SysctlTaskError>,
 }
 
-fn task_error(e: &ApplyError) -> SysctlTaskError {
-    let code = match e {
+fn task_code(e: &ApplyError) -> Code {
+    match e {
+        ApplyError::Namespace(n) if n.is_permission() => Code::Permission,
+        ApplyError::Namespace(n) if n.is_wrong_file() => Code::InvalidArg,
         ApplyError::InvalidName(_)
         | ApplyError::NotNamespaced(_)
         | ApplyError::UnsafePath { .. }
@@ -471,9 +473,12 @@ fn task_error(e: &ApplyError) -> SysctlTaskError {
             permission: true, ..
         } => Code::Permission,
         _ => Code::Io,
-    };
+    }
+}
+
+fn task_error(e: &ApplyError) -> SysctlTaskError {
     SysctlTaskError {
-        code: code.as_ref().to_string(),
+        code: task_code(e).as_ref().to_string(),
         message: e.to_string(),
     }
 }
