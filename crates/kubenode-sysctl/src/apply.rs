@@ -28,8 +28,31 @@ pub enum NsTarget {
     },
 }
 
+impl NsTarget {
+    /// The target named by a process id *or* namespace paths: never both, never neither, so
+    /// no path given is silently ignored.
+    pub fn new(
+        pid: Option<u32>,
+        net: Option<PathBuf>,
+        ipc: Option<PathBuf>,
+        uts: Option<PathBuf>,
+    ) -> Result<Self, ApplyError> {
+        let paths = net.is_some() || ipc.is_some() || uts.is_some();
+        match pid {
+            Some(_) if paths => Err(ApplyError::Target("not both")),
+            Some(pid) => Ok(NsTarget::Pid(pid)),
+            None if paths => Ok(NsTarget::Paths { net, ipc, uts }),
+            None => Err(ApplyError::Target("got neither")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ApplyError {
+    #[error(
+        "target must be {{ pid }} or namespace paths {{ netnsPath, ipcnsPath, utsnsPath }}, {0}"
+    )]
+    Target(&'static str),
     #[error("sysctl {} is not a valid sysctl name", go_quote(.0))]
     InvalidName(String),
     /// runc's text for sysctls outside the net, IPC and UTS namespaces.
@@ -364,6 +387,36 @@ mod tests {
                 "{n}"
             );
         }
+    }
+
+    #[test]
+    fn a_target_is_a_pid_or_paths_never_both() {
+        let net = || Some(PathBuf::from("/var/run/netns/x"));
+        assert_eq!(
+            NsTarget::new(Some(7), None, None, None),
+            Ok(NsTarget::Pid(7))
+        );
+        assert_eq!(
+            NsTarget::new(None, net(), None, None),
+            Ok(NsTarget::Paths {
+                net: net(),
+                ipc: None,
+                uts: None
+            })
+        );
+        let both = NsTarget::new(Some(7), net(), None, None).unwrap_err();
+        assert_eq!(
+            both.to_string(),
+            "target must be { pid } or namespace paths { netnsPath, ipcnsPath, utsnsPath }, not both"
+        );
+        assert_eq!(
+            NsTarget::new(Some(7), None, None, Some("/u".into())),
+            Err(both)
+        );
+        assert_eq!(
+            NsTarget::new(None, None, None, None),
+            Err(ApplyError::Target("got neither"))
+        );
     }
 
     #[test]
