@@ -201,8 +201,17 @@ impl Manager {
                 "could not find an empty slot to allocate a user namespace",
             ));
         };
-        // slot < slots <= u32::MAX, so the conversion holds.
-        let first = self.layout.first_id(slot as u32);
+        // A slot below `slots` of a checked layout always fits; refuse rather than wrap if not.
+        let first = u32::try_from(slot)
+            .ok()
+            .and_then(|s| self.layout.first_id(s));
+        let Some(first) = first else {
+            self.used.release(slot);
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("slot {slot} of the user namespace pool does not fit in 32-bit IDs"),
+            ));
+        };
         self.used_by.insert(pod.to_string(), first);
         Ok((first, self.layout.ids_per_pod))
     }
