@@ -1,7 +1,8 @@
-// Hostile pools through the JS API and the CLI: a pool past 2^32, from options or from
-// getsubids.
+// Hostile pools and pods directories through the JS API and the CLI: a pool past 2^32 (from
+// options or from getsubids), files that are not regular or are huge, directory names that are
+// not UTF-8.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -154,4 +155,87 @@ describe('user namespace pools past 2^32', () => {
     expect(v.stdout).not.toMatch(/ok/);
     expect(v.stderr).toContain('host ID 0, below 65536');
   }, 30_000);
+});
+
+const HOSTILE: Array<[string, (f: string) => void, string]> = [
+  ['fifo', (f) => spawnSync('mkfifo', [f]), 'not a regular file (named pipe)'],
+  ['symlink', (f) => symlinkSync('/etc/hostname', f), 'not a regular file (symbolic link)'],
+  ['directory', (f) => mkdirSync(f), 'is a directory'],
+  [
+    'sparse 2 GB file',
+    (f) => spawnSync('truncate', ['-s', '2G', f]),
+    'file of 2147483648 bytes is larger than 65536 bytes',
+  ],
+];
+
+describe('a userns file that is not a small regular file', () => {
+  it.each(HOSTILE)(
+    '%s: create and ls refuse it at once, and the process exits',
+    (_name, make, want) => {
+      const base = tmp();
+      const pods = path.join(base, 'pods');
+      mkdirSync(path.join(pods, 'p'), { recursive: true });
+      const file = path.join(pods, 'p', 'userns');
+      make(file);
+      // A child that creates a manager, then calls process.exit() while a second creation runs.
+      const child = path.join(base, 'child.mts');
+      writeFileSync(
+        child,
+        `import { userns } from ${JSON.stringify(path.join(root, 'ts/index.ts'))};
+const t = Date.now();
+try {
+  await userns.UserNsManager.create({ podsDir: ${JSON.stringify(pods)}, mappings: { firstId: ${L}, length: ${L * 200} } });
+  console.log('created');
+} catch (e) {
+  console.log(JSON.stringify({ kind: e.kind, code: e.code, message: e.message, ms: Date.now() - t, rss: process.resourceUsage().maxRSS }));
+}
+userns.listPods(${JSON.stringify(pods)}).catch(() => {});
+setTimeout(() => process.exit(0), 100);
+`,
+      );
+      const r = run([child]);
+      expect(r.signal, 'the child hung').toBeNull();
+      expect(r.status).toBe(0);
+      const out = JSON.parse(r.stdout.trim()) as {
+        kind: string;
+        code: string;
+        message: string;
+        ms: number;
+        rss: number;
+      };
+      expect(out.kind).toBe('io');
+      expect(out.code).toBe('ERR_KUBENODE_IO');
+      expect(out.message).toContain(`${file}: ${want}`);
+      expect(out.ms).toBeLessThan(2000);
+      expect(out.rss).toBeLessThan(512 * 1024); // KiB
+      const ls = run(['ts/cli/main.ts', 'userns', 'ls', pods, '-o', 'json']);
+      expect(ls.signal, 'ls hung').toBeNull();
+      expect(ls.status).toBe(1);
+      expect(JSON.parse(ls.stdout)).toEqual([
+        { pod: 'p', hostId: null, length: null, error: expect.stringContaining(`${file}: ${want}`) },
+      ]);
+    },
+    90_000,
+  );
+});
+
+describe('pod directories whose name is not UTF-8', () => {
+  it('are restored, listed and cleaned up like the kubelet does', async () => {
+    const pods = path.join(tmp(), 'pods');
+    const odd = Buffer.concat([Buffer.from(`${pods}/pod-`), Buffer.from([0xff, 0xfe])]);
+    mkdirSync(odd, { recursive: true });
+    writeFileSync(Buffer.concat([odd, Buffer.from('/userns')]), userns.encodeFile(3 * L, L));
+    const m = await userns.UserNsManager.create({ podsDir: pods, mappings: { firstId: L, length: L * 200 } });
+    try {
+      expect(m.restored).toBe(1);
+      expect(m.allocations()).toEqual([{ pod: 'pod-\ufffd\ufffd', hostId: 3 * L, length: L }]);
+      expect(await userns.listPods(pods)).toEqual([
+        { pod: 'pod-\ufffd\ufffd', hostId: 3 * L, length: L, error: null },
+      ]);
+      await m.cleanupOrphanedPodUsernsAllocations([], []);
+      expect(m.allocations()).toEqual([]);
+    } finally {
+      m.close();
+    }
+  });
 });

@@ -291,7 +291,7 @@ fn release_and_cleanup_follow_upstream() {
     assert_eq!(
         m.allocations()
             .iter()
-            .map(|a| a.pod.as_str())
+            .map(|a| a.pod.to_str().unwrap())
             .collect::<Vec<_>>(),
         ["pod-2"]
     );
