@@ -34,6 +34,13 @@ function deadPort(): Promise<number> {
 beforeAll(async () => {
   ns = new TestNetns();
   dir = mkdtempSync(join(tmpdir(), 'kubenode-ct-daemon-'));
+  // A kubeconfig whose server nobody listens on.
+  const port = await deadPort();
+  writeFileSync(
+    join(dir, 'unreachable'),
+    `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:${port}\n` +
+      'users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n',
+  );
   api = await startApiServer();
   const core = api.kubeConfig.makeApiClient(CoreV1Api);
   const disc = api.kubeConfig.makeApiClient(DiscoveryV1Api);
@@ -70,13 +77,7 @@ const reconcileArgs = () => ['conntrack', 'reconcile', '--family', 'ipv4', '--dr
 
 describe('kubenode conntrack reconcile as a daemon', () => {
   it('keeps retrying an unreachable API server and exits 0 only on SIGTERM', async () => {
-    const port = await deadPort();
     const kubeconfig = join(dir, 'unreachable');
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:${port}\n` +
-        'users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n',
-    );
     const d = startDaemon([...reconcileArgs(), '--kubeconfig', kubeconfig]);
     try {
       // Three failed lists of Services, retried with backoff (0.8 s, 1.6 s, 3.2 s…), and still up.
@@ -118,6 +119,18 @@ describe('kubenode conntrack reconcile as a daemon', () => {
     const r = runToExit(reconcileArgs(), outsideEnv());
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(NOT_CONFIGURED);
+  });
+
+  it('exits 1 when it cannot start at run time (its network namespace is gone)', () => {
+    const gone = `/var/run/netns/kn-ct-daemons-gone-${process.pid}`;
+    const r = runToExit(
+      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', gone],
+      process.env,
+    );
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      `kubenode conntrack reconcile: network namespace ${gone}: No such file or directory`,
+    );
   });
 
   it('fails fast with exit 2 in a pod without a service-account token', () => {

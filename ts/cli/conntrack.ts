@@ -217,6 +217,11 @@ export function registerConntrack(program: Command): void {
           await signalled;
           await r.stop();
           handle?.close();
+        } catch (e) {
+          // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
+          // the usage code 2.
+          process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
+          throw new CliExit(1);
         } finally {
           clearInterval(keepAlive);
         }
