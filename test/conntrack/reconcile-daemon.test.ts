@@ -1,7 +1,9 @@
 // `kubenode conntrack reconcile` as a DaemonSet would run it: it never exits 0 on its own
 // (an unreachable API server means retrying, not "Completed"), finds its cluster in-cluster
 // without flags, fails fast with exit 2 when there is none, and stops with 0 on SIGTERM.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +89,48 @@ describe('kubenode conntrack reconcile as a daemon', () => {
       expect(d.alive, `exited early: ${d.stderr}`).toBe(true);
     } finally {
       expect(await d.stop()).toBe(0);
+    }
+  });
+
+  it('a started StaleFlowReconciler keeps its process alive while it retries', async () => {
+    const index = join(import.meta.dirname, '..', '..', 'ts', 'index.ts');
+    const script = join(dir, 'reconciler.mts');
+    writeFileSync(
+      script,
+      `import { KubeConfig } from ${JSON.stringify(createRequire(import.meta.url).resolve('@kubernetes/client-node'))};
+import { conntrack } from ${JSON.stringify(index)};
+const kc = new KubeConfig();
+kc.loadFromFile(${JSON.stringify(join(dir, 'unreachable'))});
+const r = new conntrack.StaleFlowReconciler(kc, {
+  families: ['IPv4'],
+  onError: (e) => console.error('failed:', e.message),
+});
+await r.start();
+`,
+    );
+    const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+    const child = spawn(tsx, [script], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      cwd: join(import.meta.dirname, '..', '..'),
+    });
+    let stderr = '';
+    child.stderr.on('data', (c) => {
+      stderr += c;
+    });
+    let exitCode: number | null | undefined;
+    child.once('exit', (code) => {
+      exitCode = code;
+    });
+    try {
+      const deadline = Date.now() + 90_000;
+      while ((stderr.match(/failed:.*ECONNREFUSED/g) ?? []).length < 4 && exitCode === undefined) {
+        if (Date.now() > deadline) throw new Error(`no retries: ${stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(exitCode, `exited: ${stderr}`).toBeUndefined();
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 

@@ -187,9 +187,8 @@ export function registerConntrack(program: Command): void {
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
         // Installed before anything starts, so a signal during start-up is a clean stop too.
-        // The timer holds the process up until then: while the API server is unreachable the
-        // only pending work is an (unref'd) retry timer, and a daemon that ran out of work
-        // would exit 0 and look "Completed".
+        // The timer holds the process up until then, whatever is pending: a daemon that ran
+        // out of work would exit 0 and look "Completed".
         const keepAlive = setInterval(() => {}, 1 << 30);
         const signalled = new Promise<void>((resolve) => {
           process.once('SIGINT', () => resolve());
