@@ -1,10 +1,13 @@
-// A `kubenode` daemon as a child process (through tsx, like the other CLI tests), with its
-// output collected and its exit observable.
+// A `kubenode` daemon as a child process, with its output collected and its exit observable.
+// It runs as `node --import tsx` rather than under the tsx launcher: the launcher relays
+// SIGTERM and SIGKILLs a child that has not acknowledged it within 30 ms, which on a busy
+// machine turns a clean stop into exit 143.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
-const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
-const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+const repo = join(import.meta.dirname, '..', '..');
+const main = join(repo, 'ts', 'cli', 'main.ts');
+const node = [process.execPath, '--import', 'tsx', main];
 
 export interface Daemon {
   child: ChildProcess;
@@ -21,7 +24,11 @@ export interface Daemon {
 }
 
 export function startDaemon(args: string[], env: NodeJS.ProcessEnv = process.env): Daemon {
-  const child = spawn(tsx, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const child = spawn(node[0] as string, [...node.slice(1), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+    cwd: repo,
+  });
   let stdout = '';
   let stderr = '';
   let alive = true;
@@ -66,7 +73,12 @@ export function startDaemon(args: string[], env: NodeJS.ProcessEnv = process.env
 
 /** Runs a daemon that is expected to exit by itself; a minute is "never" (status null). */
 export function runToExit(args: string[], env: NodeJS.ProcessEnv): { status: number | null; stderr: string } {
-  const r = spawnSync(tsx, [main, ...args], { encoding: 'utf8', env, timeout: 60_000 });
+  const r = spawnSync(node[0] as string, [...node.slice(1), ...args], {
+    encoding: 'utf8',
+    env,
+    timeout: 60_000,
+    cwd: repo,
+  });
   return { status: r.status, stderr: r.stderr };
 }
 
