@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
+import { NOT_CONFIGURED, runToExit, startDaemon } from '../support/daemon.js';
+import { inCluster, outsideEnv } from '../support/incluster.js';
 import { apis, createCIDR, waitFor, waitReady } from './helpers.js';
 
 const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
@@ -94,5 +96,40 @@ describe('kubenode servicecidr-controller', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('runs in-cluster without flags, and --kubeconfig overrides the in-cluster configuration', async () => {
+    const { net } = apis(api.kubeConfig);
+    const pod = inCluster(api);
+    const d = startDaemon(['servicecidr-controller', '--workers', '1'], pod.env);
+    try {
+      await createCIDR(net, 'cli-incluster', ['10.251.0.0/24']);
+      await waitReady(net, 'cli-incluster', 60_000);
+    } finally {
+      expect(await d.stop()).toBe(0);
+    }
+    // The pod's apiserver is now a dead port; the flag points at the real one.
+    pod.env.KUBERNETES_SERVICE_PORT = '1';
+    const flagged = startDaemon(['servicecidr-controller', '--kubeconfig', api.kubeconfigFile], pod.env);
+    try {
+      await createCIDR(net, 'cli-flag', ['10.252.0.0/24']);
+      await waitReady(net, 'cli-flag', 60_000);
+    } finally {
+      expect(await flagged.stop()).toBe(0);
+      pod.remove();
+    }
+  }, 180_000);
+
+  it('fails fast with exit 2 outside a cluster, never trying localhost:8080', () => {
+    // The old fallback to localhost:8080 retried forever: the timeout turns that into a failure.
+    const r = runToExit(['servicecidr-controller'], outsideEnv());
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(NOT_CONFIGURED);
+    const half = runToExit(['servicecidr-controller'], {
+      ...outsideEnv(),
+      KUBERNETES_SERVICE_HOST: '127.0.0.1',
+    });
+    expect(half.status).toBe(2);
+    expect(half.stderr).toMatch(/KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined/);
   });
 });

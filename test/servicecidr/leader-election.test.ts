@@ -125,10 +125,14 @@ describe('leader election', () => {
       await waitReady(net, 'si-child');
       expect(a.controller.index.has('si-parent')).toBe(true);
 
-      // Hand the lease to b behind a's back: a cannot renew and steps down to follower.
-      const l = await lease.readNamespacedLease({ namespace: 'kube-system', name: 'stale-index' });
-      l.spec = { ...l.spec, holderIdentity: 'stale-b', renewTime: new V1MicroTime(Date.now()) };
-      await lease.replaceNamespacedLease({ namespace: 'kube-system', name: 'stale-index', body: l });
+      // Hand the lease to b behind a's back: a cannot renew and steps down to follower. a renews
+      // every retry period, so the read-modify-write is retried on a conflict.
+      await waitFor('lease handed to stale-b', async () => {
+        const l = await lease.readNamespacedLease({ namespace: 'kube-system', name: 'stale-index' });
+        l.spec = { ...l.spec, holderIdentity: 'stale-b', renewTime: new V1MicroTime(Date.now()) };
+        await lease.replaceNamespacedLease({ namespace: 'kube-system', name: 'stale-index', body: l });
+        return true;
+      });
       await waitFor('stale-a steps down', async () => !a.controller.active, 10_000, 50);
       const bb = runController({
         kubeConfig: api.kubeConfig,

@@ -1,9 +1,9 @@
 // `kubenode conntrack list|clean|reconcile`.
 import { readFile } from 'node:fs/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import YAML from 'yaml';
 import { conntrack } from '../index.js';
+import { loadKubeConfig } from '../kube/config.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
 
 function family(v: string | undefined): conntrack.IPFamily {
@@ -157,14 +157,14 @@ export function registerConntrack(program: Command): void {
 
   ct.command('reconcile')
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
-    .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster')
+    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
     .option('--dry-run', 'select but do not delete')
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
     .action(
       async (o: {
-        kubeconfig: string;
+        kubeconfig?: string;
         family?: string;
         dryRun?: boolean;
         minSyncPeriod?: string;
@@ -177,34 +177,53 @@ export function registerConntrack(program: Command): void {
           );
           throw new CliExit(2);
         }
-        // Installed before anything starts, so a signal during start-up is a clean stop too.
-        const signalled = new Promise<void>((resolve) => {
-          const done = () => resolve();
-          process.once('SIGINT', done);
-          process.once('SIGTERM', done);
-        });
-        const kc = new KubeConfig();
-        kc.loadFromFile(o.kubeconfig);
+        let kc: ReturnType<typeof loadKubeConfig>['kubeConfig'];
+        try {
+          kc = loadKubeConfig(o.kubeconfig).kubeConfig;
+        } catch (e) {
+          process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
+          throw new CliExit(2);
+        }
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
-        // The API server is reached from this process's namespace; only the conntrack socket
-        // lives in --netns.
-        const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
-        const r = new conntrack.StaleFlowReconciler(kc, {
-          families,
-          ...(handle ? { conntrack: handle } : {}),
-          dryRun: o.dryRun ?? false,
-          minSyncPeriodMs: period,
-          onSync: (fam, res) =>
-            process.stdout.write(
-              `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
-            ),
-          onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
+        // Installed before anything starts, so a signal during start-up is a clean stop too.
+        // The timer holds the process up until then, whatever is pending: a daemon that ran
+        // out of work would exit 0 and look "Completed".
+        const keepAlive = setInterval(() => {}, 1 << 30);
+        const signalled = new Promise<void>((resolve) => {
+          process.once('SIGINT', () => resolve());
+          process.once('SIGTERM', () => resolve());
         });
-        await Promise.race([r.start(), signalled]);
-        await signalled;
-        await r.stop();
-        handle?.close();
+        try {
+          // The API server is reached from this process's namespace; only the conntrack socket
+          // lives in --netns.
+          const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+          const r = new conntrack.StaleFlowReconciler(kc, {
+            families,
+            ...(handle ? { conntrack: handle } : {}),
+            dryRun: o.dryRun ?? false,
+            minSyncPeriodMs: period,
+            onSync: (fam, res) =>
+              process.stdout.write(
+                `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+              ),
+            onError: (e) =>
+              process.stderr.write(
+                `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
+              ),
+          });
+          await Promise.race([r.start(), signalled]);
+          await signalled;
+          await r.stop();
+          handle?.close();
+        } catch (e) {
+          // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
+          // the usage code 2.
+          process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
+          throw new CliExit(1);
+        } finally {
+          clearInterval(keepAlive);
+        }
       },
     );
 }

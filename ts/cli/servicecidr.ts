@@ -1,8 +1,8 @@
 // `kubenode servicecidr-controller`: runs the ServiceCIDRs controller until SIGTERM/SIGINT.
 import { createServer, type Server } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { Registry } from 'prom-client';
+import { loadKubeConfig } from '../kube/config.js';
 import { klogLogger, ServiceCIDRController } from '../servicecidr/index.js';
 import { CliExit } from './output.js';
 
@@ -19,19 +19,6 @@ interface Opts {
 function fail(msg: string): never {
   process.stderr.write(`kubenode servicecidr-controller: ${msg}\n`);
   throw new CliExit(2);
-}
-
-function loadKubeConfig(file: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  try {
-    if (file) kc.loadFromFile(file);
-    else kc.loadFromDefault();
-  } catch (e) {
-    fail(`cannot load kubeconfig ${file ?? '(default)'}: ${(e as Error).message}`);
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster?.server) fail(`kubeconfig ${file ?? '(default)'} has no current cluster with a server`);
-  return kc;
 }
 
 function parseAddr(s: string): { host: string; port: number } {
@@ -73,7 +60,7 @@ export function registerServicecidr(program: Command): void {
   program
     .command('servicecidr-controller')
     .description('run the ServiceCIDRs controller (finalizer, Ready condition, safe deletion) until SIGTERM')
-    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, ~/.kube/config or in-cluster)')
+    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('--workers <n>', 'parallel workers', '5')
     .option('--leader-elect', 'act only while holding a coordination.k8s.io/v1 Lease')
     .option('--leader-elect-namespace <ns>', 'namespace of the leader election Lease', 'kube-system')
@@ -86,9 +73,16 @@ export function registerServicecidr(program: Command): void {
         fail(`--workers must be a positive integer, got ${opts.workers}`);
       const v = Number(opts.v);
       if (!Number.isInteger(v) || v < 0) fail(`-v must be a non-negative integer, got ${opts.v}`);
-      const kubeConfig = loadKubeConfig(opts.kubeconfig);
+      let loaded: ReturnType<typeof loadKubeConfig>;
+      try {
+        loaded = loadKubeConfig(opts.kubeconfig);
+      } catch (e) {
+        fail((e as Error).message);
+      }
+      const kubeConfig = loaded.kubeConfig;
       const registry = new Registry();
       const logger = klogLogger(v);
+      logger.info(1, 'Using cluster configuration', { source: loaded.source, origin: loaded.origin });
       const controller = new ServiceCIDRController({
         kubeConfig,
         workers,

@@ -71,7 +71,8 @@ export class WatchSupervisor<T extends KubernetesObject> {
       this.restarts++;
       void this.#start();
     }, this.#backoffMs);
-    this.#timer.unref();
+    // Not unref'd: while the API server is unreachable this timer is all that is left of a
+    // started reconciler, and the process must not quietly run out of work; stop() clears it.
   }
 
   async #start(): Promise<void> {

@@ -14,6 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
+import { withSignal } from '../kube/abort.js';
 import { CIDRIndex } from './cidr.js';
 import { EventRecorder } from './events.js';
 import { attachHandlers } from './index-sync.js';
@@ -190,9 +191,9 @@ export class ServiceCIDRController {
       await Promise.race([Promise.all([cidrs.start(), ips.start()]), stopped]);
       if (signal.aborted) return;
       this.#running = true;
-      const workers = Array.from({ length: this.workers }, () => this.#worker(queue));
+      const workers = Array.from({ length: this.workers }, () => this.#worker(queue, signal));
       await stopped;
-      // The term is over: finish what is in flight, act on nothing else without the lease.
+      // The term is over: in-flight syncs see the aborted signal and make no further write.
       queue.shutDownAndDiscard();
       await Promise.all(workers);
     } finally {
@@ -203,20 +204,22 @@ export class ServiceCIDRController {
     }
   }
 
-  async #worker(queue: RateLimitingQueue<string>): Promise<void> {
+  async #worker(queue: RateLimitingQueue<string>, signal: AbortSignal): Promise<void> {
     for (;;) {
       const { item, shutdown } = await queue.get();
       if (shutdown) return;
-      await this.#processNext(queue, item);
+      await this.#processNext(queue, item, signal);
     }
   }
 
-  async #processNext(queue: RateLimitingQueue<string>, key: string): Promise<void> {
+  async #processNext(queue: RateLimitingQueue<string>, key: string, signal: AbortSignal): Promise<void> {
     try {
-      await this.sync(key);
+      await this.sync(key, signal);
       queue.forget(key);
     } catch (e) {
-      if (queue.numRequeues(key) < this.maxRetries) {
+      if (signal.aborted) {
+        this.#log.info(4, 'ServiceCIDR sync cancelled', { ServiceCIDR: key });
+      } else if (queue.numRequeues(key) < this.maxRetries) {
         this.#log.info(2, 'Error syncing ServiceCIDR, retrying', { ServiceCIDR: key, err: describeError(e) });
         queue.addRateLimited(key);
       } else {
@@ -232,12 +235,16 @@ export class ServiceCIDRController {
     }
   }
 
-  /** One reconcile of ServiceCIDR `key` (upstream `sync`). Throws to ask for a retry. */
-  async sync(key: string): Promise<void> {
+  /**
+   * One reconcile of ServiceCIDR `key` (upstream `sync`). Throws to ask for a retry. Once
+   * `signal` aborts (the leadership term ended) it makes no further write and the request in
+   * flight is cancelled.
+   */
+  async sync(key: string, signal: AbortSignal = new AbortController().signal): Promise<void> {
     const started = performance.now();
     this.#log.info(4, 'syncing ServiceCIDR', { ServiceCIDR: key });
     try {
-      await this.#sync(key);
+      await this.#sync(key, signal);
     } finally {
       this.#log.info(4, 'Finished syncing ServiceCIDR)', {
         ServiceCIDR: key,
@@ -246,7 +253,7 @@ export class ServiceCIDRController {
     }
   }
 
-  async #sync(key: string): Promise<void> {
+  async #sync(key: string, signal: AbortSignal): Promise<void> {
     const cidr = this.#cidrs?.get(key);
     if (!cidr) {
       this.#log.info(4, 'ServiceCIDR no longer exist', { ServiceCIDR: key });
@@ -256,12 +263,16 @@ export class ServiceCIDRController {
     const deletion = cidr.metadata?.deletionTimestamp;
     if (deletion) {
       if (!this.#canDelete(cidr)) {
-        await this.#updateConditionIfNeeded(cidr, {
-          type: CONDITION_READY,
-          status: 'False',
-          reason: REASON_TERMINATING,
-          message: MESSAGE_TERMINATING,
-        });
+        await this.#updateConditionIfNeeded(
+          cidr,
+          {
+            type: CONDITION_READY,
+            status: 'False',
+            reason: REASON_TERMINATING,
+            message: MESSAGE_TERMINATING,
+          },
+          signal,
+        );
         return;
       }
       const since = Date.now() - new Date(deletion).getTime();
@@ -270,18 +281,23 @@ export class ServiceCIDRController {
         this.#queue?.addAfter(key, remaining);
         return;
       }
-      await this.#patchFinalizer(cidr, 'remove');
+      await this.#patchFinalizer(cidr, 'remove', signal);
       return;
     }
-    await this.#patchFinalizer(cidr, 'add');
+    await this.#patchFinalizer(cidr, 'add', signal);
     try {
-      await this.#updateConditionIfNeeded(cidr, {
-        type: CONDITION_READY,
-        status: 'True',
-        reason: '',
-        message: MESSAGE_READY,
-      });
+      await this.#updateConditionIfNeeded(
+        cidr,
+        {
+          type: CONDITION_READY,
+          status: 'True',
+          reason: '',
+          message: MESSAGE_READY,
+        },
+        signal,
+      );
     } catch (e) {
+      if (signal.aborted) throw e;
       this.#log.info(0, 'error updating default ServiceCIDR status', {
         ServiceCIDR: name,
         error: describeError(e),
@@ -290,6 +306,7 @@ export class ServiceCIDRController {
         cidr,
         'KubernetesServiceCIDRError',
         'The ServiceCIDR Status can not be set to Ready=True',
+        signal,
       );
       throw e;
     }
@@ -323,7 +340,7 @@ export class ServiceCIDRController {
   }
 
   /** Strategic-merge patch of the finalizer list; NotFound counts as done. */
-  async #patchFinalizer(cidr: V1ServiceCIDR, op: 'add' | 'remove'): Promise<void> {
+  async #patchFinalizer(cidr: V1ServiceCIDR, op: 'add' | 'remove', signal: AbortSignal): Promise<void> {
     const name = cidr.metadata?.name ?? '';
     const has = (cidr.metadata?.finalizers ?? []).includes(SERVICE_CIDR_PROTECTION_FINALIZER);
     if (op === 'add' ? has : !has) return;
@@ -331,10 +348,11 @@ export class ServiceCIDRController {
       op === 'add'
         ? { metadata: { finalizers: [SERVICE_CIDR_PROTECTION_FINALIZER] } }
         : { metadata: { '$deleteFromPrimitiveList/finalizers': [SERVICE_CIDR_PROTECTION_FINALIZER] } };
+    signal.throwIfAborted();
     try {
       await this.#api.patchServiceCIDR(
         { name, body },
-        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+        withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
       );
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
@@ -349,7 +367,7 @@ export class ServiceCIDRController {
   }
 
   /** Server-side apply of one condition to /status, only when status, reason or message differ. */
-  async #updateConditionIfNeeded(cidr: V1ServiceCIDR, c: Condition): Promise<void> {
+  async #updateConditionIfNeeded(cidr: V1ServiceCIDR, c: Condition, signal: AbortSignal): Promise<void> {
     const name = cidr.metadata?.name ?? '';
     const cur = (cidr.status?.conditions ?? []).find((x) => x?.type === c.type);
     if (
@@ -362,6 +380,7 @@ export class ServiceCIDRController {
       return;
     }
     this.#log.info(2, 'Updating ServiceCIDR condition', { ServiceCIDR: name, condition: c });
+    signal.throwIfAborted();
     await this.#api.patchServiceCIDRStatus(
       {
         name,
@@ -374,7 +393,7 @@ export class ServiceCIDRController {
           status: { conditions: [{ ...c, lastTransitionTime: new Date() }] },
         },
       },
-      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+      withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)),
     );
   }
 }

@@ -3,10 +3,14 @@
 // renewed it for `leaseDuration` (measured on the local clock from when the record last
 // changed); the leader renews every `retryPeriod` and gives up when it cannot renew within
 // `renewDeadline`. Writes use the Lease resourceVersion, so two candidates never both win.
+// Every lease request is bounded by the renew deadline (client-go passes a context with that
+// timeout): a hung connection must not keep an ex-leader believing it leads past the point
+// where another candidate may take the lease.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { KubenodeRangeError } from '../errors.js';
+import { withSignal } from '../kube/abort.js';
 import type { Logger } from './logger.js';
 
 export interface LeaderElectionOptions {
@@ -82,6 +86,11 @@ export class LeaderElector {
   async run(signal: AbortSignal, lead: (leaderSignal: AbortSignal) => Promise<void>): Promise<void> {
     while (!signal.aborted) {
       if (!(await this.#acquire(signal))) break;
+      if (signal.aborted) {
+        // Won the lease on the way out: hand it back rather than hold it for a lease duration.
+        if (this.#release) await this.#releaseLease();
+        break;
+      }
       this.#isLeader = true;
       this.log.info(0, 'successfully acquired lease', { lease: `${this.namespace}/${this.name}` });
       const leading = new AbortController();
@@ -107,19 +116,29 @@ export class LeaderElector {
   async #acquire(signal: AbortSignal): Promise<boolean> {
     this.log.info(0, 'attempting to acquire leader lease', { lease: `${this.namespace}/${this.name}` });
     while (!signal.aborted) {
-      if (await this.#tryAcquireOrRenew()) return true;
+      if (await this.#tryAcquireOrRenew(AbortSignal.any([signal, AbortSignal.timeout(this.#renewMs)])))
+        return true;
       // client-go waits retryPeriod with a 1.2 jitter factor.
       await sleep(this.#retryMs * (1 + Math.random() * 1.2), signal);
     }
     return false;
   }
 
+  /**
+   * Renews every retryPeriod; returns when `leading` aborts or no renewal succeeded within
+   * renewDeadline of the last one. The request in flight at the deadline is aborted with it,
+   * so this returns at the deadline even when the connection hangs.
+   */
   async #renewLoop(leading: AbortSignal): Promise<void> {
     let lastRenew = performance.now();
     while (!leading.aborted) {
       await sleep(this.#retryMs, leading);
       if (leading.aborted) return;
-      if (await this.#tryAcquireOrRenew()) {
+      const left = lastRenew + this.#renewMs - performance.now();
+      if (
+        left > 0 &&
+        (await this.#tryAcquireOrRenew(AbortSignal.any([leading, AbortSignal.timeout(Math.ceil(left))])))
+      ) {
         lastRenew = performance.now();
       } else if (performance.now() - lastRenew >= this.#renewMs) {
         this.log.info(0, 'failed to renew lease', { lease: `${this.namespace}/${this.name}` });
@@ -128,12 +147,13 @@ export class LeaderElector {
     }
   }
 
-  async #tryAcquireOrRenew(): Promise<boolean> {
+  async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+    const opts = withSignal(signal);
     const now = new V1MicroTime(Date.now());
     const leaseSeconds = Math.max(1, Math.ceil(this.#leaseMs / 1000));
     let lease: V1Lease;
     try {
-      lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace });
+      lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
     } catch (e) {
       if (statusCode(e) !== 404) {
         this.log.info(2, 'error retrieving resource lock', {
@@ -143,19 +163,22 @@ export class LeaderElector {
         return false;
       }
       try {
-        await this.api.createNamespacedLease({
-          namespace: this.namespace,
-          body: {
-            metadata: { name: this.name, namespace: this.namespace },
-            spec: {
-              holderIdentity: this.identity,
-              leaseDurationSeconds: leaseSeconds,
-              acquireTime: now,
-              renewTime: now,
-              leaseTransitions: 0,
+        await this.api.createNamespacedLease(
+          {
+            namespace: this.namespace,
+            body: {
+              metadata: { name: this.name, namespace: this.namespace },
+              spec: {
+                holderIdentity: this.identity,
+                leaseDurationSeconds: leaseSeconds,
+                acquireTime: now,
+                renewTime: now,
+                leaseTransitions: 0,
+              },
             },
           },
-        });
+          opts,
+        );
         this.#observe(`${this.identity}|${now.toISOString()}`);
         return true;
       } catch (e2) {
@@ -181,11 +204,10 @@ export class LeaderElector {
       leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
-      const updated = await this.api.replaceNamespacedLease({
-        name: this.name,
-        namespace: this.namespace,
-        body: lease,
-      });
+      const updated = await this.api.replaceNamespacedLease(
+        { name: this.name, namespace: this.namespace, body: lease },
+        opts,
+      );
       const s = updated.spec ?? {};
       this.#observe(
         `${s.holderIdentity ?? ''}|${s.renewTime ? new Date(s.renewTime).toISOString() : ''}|${s.leaseDurationSeconds}`,
@@ -203,8 +225,9 @@ export class LeaderElector {
   }
 
   async #releaseLease(): Promise<void> {
+    const opts = withSignal(AbortSignal.timeout(this.#renewMs));
     try {
-      const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace });
+      const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
       if (lease.spec?.holderIdentity !== this.identity) return;
       const now = new V1MicroTime(Date.now());
       lease.spec = {
@@ -214,7 +237,10 @@ export class LeaderElector {
         renewTime: now,
         acquireTime: now,
       };
-      await this.api.replaceNamespacedLease({ name: this.name, namespace: this.namespace, body: lease });
+      await this.api.replaceNamespacedLease(
+        { name: this.name, namespace: this.namespace, body: lease },
+        opts,
+      );
       this.log.info(0, 'released leader lease', { lease: `${this.namespace}/${this.name}` });
     } catch (e) {
       this.log.error('Failed to release lock', e);

@@ -1,0 +1,21 @@
+// Per-request cancellation for client-node calls: its generated APIs take ConfigurationOptions
+// whose middleware can set the fetch signal, like a context passed to a client-go call.
+import { type ConfigurationOptions, Observable, type RequestContext } from '@kubernetes/client-node';
+
+/** Options that abort the request (connection included) when `signal` aborts. */
+export function withSignal(signal: AbortSignal, options?: ConfigurationOptions): ConfigurationOptions {
+  return {
+    ...options,
+    middleware: [
+      ...(options?.middleware ?? []),
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
