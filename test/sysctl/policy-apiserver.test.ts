@@ -149,6 +149,33 @@ describe('rendered policies in the API server', () => {
     await api.deletePolicy('kubelet');
   });
 
+  it('keeps long values within the CEL cost budget by refusing them early, as the node does', async () => {
+    await api.namespace('long', { case: 'long' });
+    const policy = new sysctl.SysctlPolicy([{ name: 'net.ipv4.conf.*.rp_filter', min: 0, max: 2 }]);
+    const rendered = sysctl.renderAdmissionPolicy(policy, {
+      name: 'long',
+      namespaceSelector: { matchLabels: { case: 'long' } },
+    });
+    await enforce(rendered, 'long', pod('probe', [{ name: 'net.ipv4.conf.all.rp_filter', value: '3' }]));
+    // 100 values of 10,000 characters: each regex would be charged by length, over the budget.
+    const p = pod(
+      'long',
+      Array.from({ length: 100 }, (_, i) => ({
+        name: `net.ipv4.conf.eth${i}.rp_filter`,
+        value: `1${' '.repeat(9999)}`,
+      })),
+    );
+    const local = await policy.admit({ pod: p });
+    expect(local.message).toBe(
+      'forbidden sysctl: "net.ipv4.conf.eth0.rp_filter" not allowed by policy: value must be at most 4096 characters',
+    );
+    const r = await api.dryRun('long', p);
+    expect(messageOf(r)).toBe(`pods "long" is forbidden: ${denied('long')}${local.message}`);
+    const fine = pod('fine', [{ name: 'net.ipv4.conf.eth0.rp_filter', value: `1${' '.repeat(4095)}` }]);
+    expect((await api.dryRun('long', fine)).status).toBe(201);
+    await api.deletePolicy('long');
+  });
+
   it('decides every random pod as the in-process chain does', { timeout: 600_000 }, async () => {
     const cases = Number(process.env['KUBENODE_SYSCTL_DIFF_CASES'] ?? 2000);
     const r = await runDifferential(api, { cases, policies: 12, seed: 20261124, prefix: 'diff' });

@@ -132,6 +132,23 @@ describe('policy values', () => {
     expect(admit('kernel.sem', '1\u00a02').admit).toBe(false);
   });
 
+  it('refuses checked values longer than 4,096 code points, as the rendered CEL does', () => {
+    expect(admit('net.core.somaxconn', `200${' '.repeat(4093)}`).admit).toBe(true);
+    expect(admit('net.core.somaxconn', `200${' '.repeat(4094)}`).message).toMatch(
+      /value must be at most 4096 characters$/,
+    );
+    expect(admit('kernel.sem', '\u{1f600}'.repeat(4096)).message).toMatch(/value must be one of "1 2"$/);
+    expect(admit('kernel.sem', '\u{1f600}'.repeat(4097)).message).toMatch(
+      /value must be at most 4096 characters$/,
+    );
+    // Entries without a value rule never look at the value.
+    expect(
+      new sysctl.SysctlPolicy([{ name: 'a.b' }]).admit({
+        pod: pod([{ name: 'a.b', value: 'x'.repeat(9999) }]),
+      }).admit,
+    ).toBe(true);
+  });
+
   it('treats integers beyond 2^53 as not integers, whatever their leading zeros', () => {
     expect(admit('net.core.somaxconn', '00000000000000000000200').admit).toBe(true);
     expect(admit('net.core.somaxconn', '9007199254740993').message).toMatch(/must be an integer$/);

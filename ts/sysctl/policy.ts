@@ -9,7 +9,15 @@ import { normalizeName } from './names.js';
 import { podSysctls, sysctlName, sysctlValue } from './pod.js';
 import { goQuote } from './quote.js';
 import type { FieldError, PodLike } from './types.js';
-import { canonicalValue, type IntRange, inRange, integerFields, rangeDetail } from './values.js';
+import {
+  canonicalValue,
+  type IntRange,
+  inRange,
+  integerFields,
+  MAX_VALUE_LENGTH,
+  rangeDetail,
+  tooLong,
+} from './values.js';
 
 const PATH = 'spec.securityContext.sysctls';
 
@@ -139,6 +147,9 @@ export interface CompiledEntry {
 
 /** Why a value breaks an entry's rule (the detail after `must`), or null when it complies. */
 export function valueViolation(e: CompiledEntry, value: string): string | null {
+  const ruled =
+    e.values !== undefined || e.fields !== undefined || e.min !== undefined || e.max !== undefined;
+  if (ruled && tooLong(value)) return `must be at most ${MAX_VALUE_LENGTH} characters`;
   if (e.values) {
     if (e.values.has(canonicalValue(value))) return null;
     return `must be one of ${[...e.values].map((v) => goQuote(v)).join(', ')}`;

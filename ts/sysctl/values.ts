@@ -14,6 +14,22 @@ export const INT_FIELD = '-?0*[0-9]{1,16}';
 /** Largest magnitude accepted for an integer value (Number.MAX_SAFE_INTEGER). */
 export const MAX_MAGNITUDE = Number.MAX_SAFE_INTEGER;
 
+/**
+ * Longest value (in code points, as CEL's `size`) a value rule inspects; longer ones are
+ * refused. The kernel reads a sysctl write within one page, and the limit keeps the rendered
+ * CEL within the API server's cost budget.
+ */
+export const MAX_VALUE_LENGTH = 4096;
+
+/** Whether `v` has more than MAX_VALUE_LENGTH code points. */
+export function tooLong(v: string): boolean {
+  if (v.length <= MAX_VALUE_LENGTH) return false;
+  if (v.length > 2 * MAX_VALUE_LENGTH) return true;
+  let n = 0;
+  for (const _ of v) if (++n > MAX_VALUE_LENGTH) return true;
+  return false;
+}
+
 /** Whole-value regex source for `count` whitespace-separated integer fields. */
 export function integerFieldsSource(count: number): string {
   return `^${SPACE}*${Array.from({ length: count }, () => `(${INT_FIELD})`).join(`${SPACE}+`)}${SPACE}*$`;

@@ -93,6 +93,11 @@ const VALUES = [
   '2 3 4',
   '-0',
   '1\v2',
+  // Around the 4,096-code-point limit of checked values (CEL counts code points, not UTF-16 units).
+  `1${' '.repeat(4095)}`,
+  `1${' '.repeat(4096)}`,
+  '\u{1f600}'.repeat(4096),
+  `1${'\u{1f600}'.repeat(4096)}`,
 ];
 
 const intText = fc.integer({ min: -10, max: 70_000 }).map(String);

@@ -12,6 +12,7 @@ import {
   type IntRange,
   integerFieldsSource,
   MAX_MAGNITUDE,
+  MAX_VALUE_LENGTH,
   rangeDetail,
   regexLiteral,
   SPACE,
@@ -241,9 +242,7 @@ function policyVerdict(policy: AnyPolicy, n: string, v: string): string {
   const entries = policy.rules();
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i]!;
-    const detail = valueVerdict(e, v);
-    const verdict =
-      detail === '""' ? '""' : `((${detail}) == "" ? "" : ${refused} + ": value " + (${detail}))`;
+    const verdict = valueVerdict(e, v, (detail) => `${refused} + ${celString(`: value ${detail}`)}`);
     out = `(${n}.matches(${celString(namePattern(e))}) ? ${verdict} : ${out})`;
   }
   return out;
@@ -254,32 +253,45 @@ function namePattern(e: CompiledEntry): string {
 }
 
 function bounded(x: string, r: IntRange): string {
-  const t = [`${x} >= ${-MAX_MAGNITUDE}`, `${x} <= ${MAX_MAGNITUDE}`];
+  const t: string[] = [];
   if (r.min !== undefined) t.push(`${x} >= ${r.min}`);
   if (r.max !== undefined) t.push(`${x} <= ${r.max}`);
   return t.join(' && ');
 }
 
-/** Mirrors `valueViolation`: "" when the value complies, else the detail it reports. */
-function valueVerdict(e: CompiledEntry, v: string): string {
+/**
+ * Mirrors `valueViolation`: "" when the value complies, else `fail(detail)` (a CEL string
+ * expression) with the detail it reports. The cheap length check comes first so that long
+ * values never reach a regex (CEL charges by length).
+ */
+function valueVerdict(e: CompiledEntry, v: string, fail: (detail: string) => string): string {
+  const checked = (body: string) =>
+    `(size(${v}) > ${MAX_VALUE_LENGTH} ? ${fail(`must be at most ${MAX_VALUE_LENGTH} characters`)} : ${body})`;
   if (e.values) {
     const alts = [...e.values].map((c) => (c === '' ? '' : c.split(' ').map(regexLiteral).join(`${SPACE}+`)));
     const re = `^${SPACE}*(?:${alts.join('|')})${SPACE}*$`;
     const detail = `must be one of ${[...e.values].map((c) => goQuote(c)).join(', ')}`;
-    return `(${v}.matches(${celString(re)}) ? "" : ${celString(detail)})`;
+    return checked(`(${v}.matches(${celString(re)}) ? "" : ${fail(detail)})`);
   }
-  const int = (k: number) => `int(${v}.findAll(${celString(INT_FIELD)})[${k}])`;
-  const safe = (k: number) => bounded(int(k), {});
+  const tokens = `${v}.findAll(${celString(INT_FIELD)})`;
+  const int = (k: number) => `int(${tokens}[${k}])`;
+  const shape = (count: number) =>
+    `${v}.matches(${celString(integerFieldsSource(count))}) && ` +
+    `${tokens}.all(t, int(t) >= ${-MAX_MAGNITUDE} && int(t) <= ${MAX_MAGNITUDE})`;
   if (e.fields) {
     const fields = e.fields;
-    const shape = `${v}.matches(${celString(integerFieldsSource(fields.length))}) && ${fields.map((_, k) => safe(k)).join(' && ')}`;
     let inner = '""';
     for (let k = fields.length - 1; k >= 0; k--) {
-      inner = `((${bounded(int(k), fields[k]!)}) ? ${inner} : ${celString(`field ${k + 1} ${rangeDetail(fields[k]!)}`)})`;
+      const test = bounded(int(k), fields[k]!);
+      if (test !== '')
+        inner = `((${test}) ? ${inner} : ${fail(`field ${k + 1} ${rangeDetail(fields[k]!)}`)})`;
     }
-    return `(!(${shape}) ? ${celString(`must be ${fields.length} integers separated by whitespace`)} : ${inner})`;
+    return checked(
+      `(!(${shape(fields.length)}) ? ${fail(`must be ${fields.length} integers separated by whitespace`)} : ${inner})`,
+    );
   }
   if (e.min === undefined && e.max === undefined) return '""';
-  const shape = `${v}.matches(${celString(integerFieldsSource(1))}) && ${safe(0)}`;
-  return `(!(${shape}) ? "must be an integer" : (${bounded(int(0), e)}) ? "" : ${celString(rangeDetail(e))})`;
+  return checked(
+    `(!(${shape(1)}) ? ${fail('must be an integer')} : (${bounded(int(0), e)}) ? "" : ${fail(rangeDetail(e))})`,
+  );
 }
