@@ -5,7 +5,13 @@
 // rules are written once. Denials carry the kubelet-style messages of the in-process handlers.
 import { describe, KubenodeTypeError } from '../../errors.js';
 import type { AllowlistEntry } from '../allowlist.js';
-import { type CompiledEntry, SysctlNamePolicy, SysctlPolicy } from '../policy.js';
+import {
+  badValueMessage,
+  type CompiledEntry,
+  notAllowedMessage,
+  SysctlNamePolicy,
+  SysctlPolicy,
+} from '../policy.js';
 import { goQuote } from '../quote.js';
 import {
   INT_FIELD,
@@ -18,7 +24,13 @@ import {
   SPACE,
 } from '../values.js';
 import { anyOf, celList, celString } from './cel.js';
-import { type KubeletAllowlistOptions, kubeletAllowlist } from './kubelet.js';
+import {
+  type KubeletAllowlistOptions,
+  kubeletAllowlist,
+  kubeletMessages,
+  type MessageTemplate,
+  templateOf,
+} from './kubelet.js';
 
 /** Workload kinds whose pod templates can be validated too. */
 export const WORKLOAD_KINDS = [
@@ -205,8 +217,8 @@ function matchesAny(entries: readonly AllowlistEntry[], n: string): string {
 }
 
 /** `"forbidden sysctl: \"<n>\" " + rest`: upstream's message around a normalised name. */
-function forbidden(n: string, rest: string): string {
-  return `"forbidden sysctl: \\"" + ${n} + ${celString(`" ${rest}`)}`;
+function forbidden(n: string, [prefix, suffix]: MessageTemplate): string {
+  return `${celString(prefix)} + ${n} + ${celString(suffix)}`;
 }
 
 /**
@@ -217,10 +229,11 @@ function kubeletVerdict(entries: readonly AllowlistEntry[], n: string): string {
   const net = entries.filter((e) => e.namespace === 'Net');
   const ipc = entries.filter((e) => e.namespace === 'IPC');
   const rest = entries.filter((e) => e.namespace !== 'Net' && e.namespace !== 'IPC');
+  const m = kubeletMessages();
   return (
-    `((${matchesAny(net, n)}) ? (variables.hostNetwork ? ${forbidden(n, 'not allowed with host Net enabled')} : "") : ` +
-    `(${matchesAny(ipc, n)}) ? (variables.hostIPC ? ${forbidden(n, 'not allowed with host IPC enabled')} : "") : ` +
-    `(${matchesAny(rest, n)}) ? "" : ${forbidden(n, 'not allowlisted')})`
+    `((${matchesAny(net, n)}) ? (variables.hostNetwork ? ${forbidden(n, m.hostNet)} : "") : ` +
+    `(${matchesAny(ipc, n)}) ? (variables.hostIPC ? ${forbidden(n, m.hostIpc)} : "") : ` +
+    `(${matchesAny(rest, n)}) ? "" : ${forbidden(n, m.notAllowlisted)})`
   );
 }
 
@@ -229,7 +242,7 @@ function kubeletVerdict(entries: readonly AllowlistEntry[], n: string): string {
  * the policy's `admit` gives (`notAllowedMessage` / `badValueMessage`).
  */
 function policyVerdict(policy: AnyPolicy, n: string, v: string): string {
-  const refused = forbidden(n, 'not allowed by policy');
+  const refused = forbidden(n, templateOf(notAllowedMessage('a.b'), 'a.b'));
   if (policy instanceof SysctlNamePolicy) {
     const r = policy.rules();
     if (r.all) return '""';
@@ -242,7 +255,9 @@ function policyVerdict(policy: AnyPolicy, n: string, v: string): string {
   const entries = policy.rules();
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i]!;
-    const verdict = valueVerdict(e, v, (detail) => `${refused} + ${celString(`: value ${detail}`)}`);
+    const verdict = valueVerdict(e, v, (detail) =>
+      forbidden(n, templateOf(badValueMessage('a.b', detail), 'a.b')),
+    );
     out = `(${n}.matches(${celString(namePattern(e))}) ? ${verdict} : ${out})`;
   }
   return out;
