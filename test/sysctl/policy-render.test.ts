@@ -89,6 +89,13 @@ describe('renderAdmissionPolicy', () => {
     expect(bad(policy, { name: 'Bad_Name' })).toThrow(/DNS subdomain/);
     expect(bad(policy, { workloadKinds: ['Pod'] })).toThrow(/unknown kind "Pod"/);
     expect(bad(null, { allowedUnsafeSysctls: ['vm.swappiness'] })).toThrow(sysctl.SysctlAllowlistError);
+    expect(bad(null, { includeSafeSysctls: 'yes' })).toThrow('options.includeSafeSysctls must be a boolean');
+    expect(bad(policy, { namespaceSelector: { matchLabels: { tier: 1 } } })).toThrow(
+      'options.namespaceSelector.matchLabels.tier must be of type string, got integer',
+    );
+    expect(bad(policy, { namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'Has' }] } })).toThrow(
+      /options.namespaceSelector.matchExpressions\[0\].operator must be one of/,
+    );
     try {
       bad(policy, { workloadKinds: 'all' })();
     } catch (e) {

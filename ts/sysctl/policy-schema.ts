@@ -7,7 +7,8 @@ const intRange = {
   properties: { min: { type: 'integer' }, max: { type: 'integer' } },
 } as const;
 
-const labelSelector = {
+/** metav1.LabelSelector, as far as the API server's validation of its shape goes. */
+export const LABEL_SELECTOR_SCHEMA = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -84,7 +85,7 @@ export const SYSCTL_POLICY_SCHEMA = {
         allowedUnsafeSysctls: { type: 'array', items: { type: 'string', minLength: 1 } },
         kernelVersion: { type: 'string', minLength: 1 },
         kubernetesVersion: { type: 'string', minLength: 1 },
-        namespaceSelector: labelSelector,
+        namespaceSelector: LABEL_SELECTOR_SCHEMA,
         workloadKinds: {
           type: 'array',
           items: { enum: ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob'] },

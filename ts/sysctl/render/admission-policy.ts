@@ -12,7 +12,9 @@ import {
   SysctlNamePolicy,
   SysctlPolicy,
 } from '../policy.js';
+import { LABEL_SELECTOR_SCHEMA } from '../policy-schema.js';
 import { goQuote } from '../quote.js';
+import { checkSchema } from '../schema-check.js';
 import {
   INT_FIELD,
   type IntRange,
@@ -95,6 +97,20 @@ export function renderAdmissionPolicy(
     throw new KubenodeTypeError(`options.name must be a DNS subdomain name, got ${describe(name)}`);
   }
   const kinds = checkKinds(options.workloadKinds);
+  if (options.includeSafeSysctls !== undefined && typeof options.includeSafeSysctls !== 'boolean') {
+    throw new KubenodeTypeError(
+      `options.includeSafeSysctls must be a boolean, got ${describe(options.includeSafeSysctls)}`,
+    );
+  }
+  if (options.allowedUnsafeSysctls !== undefined && !Array.isArray(options.allowedUnsafeSysctls)) {
+    throw new KubenodeTypeError(
+      `options.allowedUnsafeSysctls must be an array, got ${describe(options.allowedUnsafeSysctls)}`,
+    );
+  }
+  if (options.namespaceSelector !== undefined) {
+    const bad = checkSchema(LABEL_SELECTOR_SCHEMA, options.namespaceSelector, 'options.namespaceSelector');
+    if (bad) throw new KubenodeTypeError(`${bad.path} ${bad.message}`);
+  }
   const allowlist = kubeletAllowlist(options);
   if (policy === null && allowlist === null) {
     throw new KubenodeTypeError(
