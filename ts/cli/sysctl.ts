@@ -8,6 +8,7 @@ import { probe } from '../sysctl/apply.js';
 import { allowlistFromKubeletConfig } from '../sysctl/config.js';
 import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
+import { registerSysctlPolicy } from './sysctl-policy.js';
 
 function fail(message: string): never {
   process.stderr.write(`kubenode: ${message}\n`);
@@ -81,6 +82,7 @@ export function registerSysctl(program: Command): void {
   });
 
   const sysctl = program.command('sysctl').description('sysctl admission helpers');
+  registerSysctlPolicy(sysctl);
   addOutputOption(
     sysctl
       .command('safe-list')

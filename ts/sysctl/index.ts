@@ -50,6 +50,23 @@ export {
   SYSCTL_CONTAIN_SLASH_PATTERN_FMT,
   SYSCTL_MAX_LENGTH,
 } from './names.js';
-export { SysctlNamePolicy, SysctlPolicy, type SysctlPolicyEntry } from './policy.js';
+export { type PolicyAdmitResult, SysctlNamePolicy, SysctlPolicy, type SysctlPolicyEntry } from './policy.js';
+export {
+  loadSysctlPolicyFile,
+  parseSysctlPolicyFile,
+  SysctlPolicyFile,
+  SysctlPolicyFileError,
+  type SysctlPolicyFileSpec,
+} from './policy-file.js';
+export { SYSCTL_POLICY_API_VERSION, SYSCTL_POLICY_KIND, SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
+export {
+  type LabelSelector,
+  type RenderAdmissionPolicyOptions,
+  type RenderedAdmissionPolicy,
+  renderAdmissionPolicy,
+  WORKLOAD_KINDS,
+  type WorkloadKind,
+} from './render/admission-policy.js';
+export { type KubeletAllowlistOptions, kubeletAllowlist } from './render/kubelet.js';
 export type { FieldError, PodLike, SysctlNamespace, V1Sysctl } from './types.js';
 export { type ValidatePodSysctlsOptions, validatePodSysctls, validateSysctlNames } from './validation.js';

@@ -4,10 +4,20 @@
 //   or an integer `min`/`max` range.
 // Names are compared in NormalizeName form so slash spellings match their dotted twins.
 import { describe, KubenodeTypeError } from '../errors.js';
+import { FORBIDDEN_REASON } from './allowlist.js';
 import { normalizeName } from './names.js';
 import { podSysctls, sysctlName, sysctlValue } from './pod.js';
 import { goQuote } from './quote.js';
 import type { FieldError, PodLike } from './types.js';
+import {
+  canonicalValue,
+  type IntRange,
+  inRange,
+  integerFields,
+  MAX_VALUE_LENGTH,
+  rangeDetail,
+  tooLong,
+} from './values.js';
 
 const PATH = 'spec.securityContext.sysctls';
 
@@ -73,6 +83,44 @@ export class SysctlNamePolicy {
     });
     return out;
   }
+
+  /** Handler name in a `PodAdmitChain`. */
+  readonly name = 'sysctl-policy';
+
+  /** A `PodAdmitChain` handler: the first sysctl (spec order) the policy refuses rejects the pod. */
+  admit(attrs: { pod: PodLike }): PolicyAdmitResult {
+    const { sysctls } = podSysctls(attrs?.pod);
+    for (let i = 0; sysctls !== null && i < sysctls.length; i++) {
+      const name = sysctlName(sysctls[i], i);
+      if (!this.allows(name)) return policyRejected(notAllowedMessage(name));
+    }
+    return { admit: true };
+  }
+
+  /** The compiled rule, for renderers: everything, or exact names and prefixes (normalised). */
+  rules(): { all: boolean; exact: string[]; prefixes: string[] } {
+    return { all: this.#all, exact: [...this.#exact], prefixes: [...this.#prefixes] };
+  }
+}
+
+export interface PolicyAdmitResult {
+  admit: boolean;
+  reason?: string;
+  message?: string;
+}
+
+function policyRejected(message: string): PolicyAdmitResult {
+  return { admit: false, reason: FORBIDDEN_REASON, message };
+}
+
+/** Kubelet-style text (`forbidden sysctl: "x" not allowlisted`) for a name the policy refuses. */
+export function notAllowedMessage(name: string): string {
+  return `forbidden sysctl: ${goQuote(normalizeName(name))} not allowed by policy`;
+}
+
+/** Kubelet-style text for a value the policy refuses; `detail` says which rule. */
+export function badValueMessage(name: string, detail: string): string {
+  return `forbidden sysctl: ${goQuote(normalizeName(name))} not allowed by policy: value ${detail}`;
 }
 
 /** Alternative 2: one entry of a SysctlPolicy list. */
@@ -82,19 +130,40 @@ export interface SysctlPolicyEntry {
   values?: string[];
   min?: number;
   max?: number;
+  /** Multi-value sysctls (`net.ipv4.ip_local_port_range`): one integer range per field. */
+  fields?: IntRange[];
 }
 
 const SEGMENT = /^[a-z]+[a-z0-9_-]*$/;
 
-function canonicalValue(v: string): string {
-  return v.trim().split(/\s+/).join(' ');
-}
-
-interface CompiledEntry {
+/** A compiled entry: the rule renderers translate. Values are in canonical form. */
+export interface CompiledEntry {
   segments: string[];
   values?: Set<string>;
   min?: number;
   max?: number;
+  fields?: IntRange[];
+}
+
+/** Why a value breaks an entry's rule (the detail after `must`), or null when it complies. */
+export function valueViolation(e: CompiledEntry, value: string): string | null {
+  const ruled =
+    e.values !== undefined || e.fields !== undefined || e.min !== undefined || e.max !== undefined;
+  if (ruled && tooLong(value)) return `must be at most ${MAX_VALUE_LENGTH} characters`;
+  if (e.values) {
+    if (e.values.has(canonicalValue(value))) return null;
+    return `must be one of ${[...e.values].map((v) => goQuote(v)).join(', ')}`;
+  }
+  if (e.fields) {
+    const got = integerFields(value, e.fields.length);
+    if (got === null) return `must be ${e.fields.length} integers separated by whitespace`;
+    const k = got.findIndex((n, j) => !inRange(n, e.fields![j]!));
+    return k < 0 ? null : `field ${k + 1} ${rangeDetail(e.fields[k]!)}`;
+  }
+  if (e.min === undefined && e.max === undefined) return null;
+  const got = integerFields(value, 1);
+  if (got === null) return 'must be an integer';
+  return inRange(got[0]!, e) ? null : rangeDetail(e);
 }
 
 /** Alternative 2: name patterns with allowed values or integer bounds; first match decides. */
@@ -147,6 +216,27 @@ export class SysctlPolicy {
     );
   }
 
+  /** Handler name in a `PodAdmitChain`. */
+  readonly name = 'sysctl-policy';
+
+  /** The compiled entries in order (first match decides), for renderers. */
+  rules(): readonly CompiledEntry[] {
+    return this.#entries;
+  }
+
+  /** A `PodAdmitChain` handler: the first sysctl (spec order) the policy refuses rejects the pod. */
+  admit(attrs: { pod: PodLike }): PolicyAdmitResult {
+    const { sysctls } = podSysctls(attrs?.pod);
+    for (let i = 0; sysctls !== null && i < sysctls.length; i++) {
+      const name = sysctlName(sysctls[i], i);
+      const e = this.#match(name);
+      if (!e) return policyRejected(notAllowedMessage(name));
+      const bad = valueViolation(e, sysctlValue(sysctls[i]!, i));
+      if (bad !== null) return policyRejected(badValueMessage(name, bad));
+    }
+    return { admit: true };
+  }
+
   #match(name: string): CompiledEntry | undefined {
     const segs = normalizeName(name).split('.');
     return this.#entries.find(
@@ -167,28 +257,8 @@ export class SysctlPolicy {
         return;
       }
       const value = sysctlValue(s, i);
-      if (e.values) {
-        if (!e.values.has(canonicalValue(value))) {
-          out.push(
-            invalidValue(i, value, `must be one of ${[...e.values].map((v) => goQuote(v)).join(', ')}`),
-          );
-        }
-        return;
-      }
-      if (e.min === undefined && e.max === undefined) return;
-      const t = value.trim();
-      const n = /^-?[0-9]+$/.test(t) ? Number(t) : Number.NaN;
-      if (!Number.isSafeInteger(n)) {
-        out.push(invalidValue(i, value, 'must be an integer'));
-      } else if ((e.min !== undefined && n < e.min) || (e.max !== undefined && n > e.max)) {
-        const range =
-          e.min !== undefined && e.max !== undefined
-            ? `must be between ${e.min} and ${e.max}`
-            : e.min !== undefined
-              ? `must be at least ${e.min}`
-              : `must be at most ${e.max}`;
-        out.push(invalidValue(i, value, range));
-      }
+      const bad = valueViolation(e, value);
+      if (bad !== null) out.push(invalidValue(i, value, bad));
     });
     return out;
   }
@@ -206,18 +276,26 @@ function compile(e: SysctlPolicyEntry, i: number): CompiledEntry {
     }
   }
   const hasRange = e.min !== undefined || e.max !== undefined;
-  if (e.values !== undefined && hasRange) {
-    throw new KubenodeTypeError(`entries[${i}]: set either values or min/max, not both`);
+  const rules = [e.values !== undefined, hasRange, e.fields !== undefined].filter(Boolean).length;
+  if (rules > 1) {
+    throw new KubenodeTypeError(`entries[${i}]: set either values or min/max or fields, not several`);
   }
-  for (const k of ['min', 'max'] as const) {
-    if (e[k] !== undefined && !Number.isSafeInteger(e[k])) {
-      throw new KubenodeTypeError(`entries[${i}].${k} must be an integer, got ${describe(e[k])}`);
-    }
-  }
-  if (e.min !== undefined && e.max !== undefined && e.min > e.max) {
-    throw new KubenodeTypeError(`entries[${i}]: min ${e.min} is greater than max ${e.max}`);
-  }
+  checkRange(e, `entries[${i}]`);
   const out: CompiledEntry = { segments };
+  if (e.fields !== undefined) {
+    if (!Array.isArray(e.fields) || e.fields.length === 0) {
+      throw new KubenodeTypeError(`entries[${i}].fields must be a non-empty array of { min?, max? }`);
+    }
+    out.fields = e.fields.map((f, j) => {
+      const at = `entries[${i}].fields[${j}]`;
+      if (typeof f !== 'object' || f === null) throw new KubenodeTypeError(`${at} must be an object`);
+      checkRange(f, at);
+      return {
+        ...(f.min !== undefined ? { min: f.min } : {}),
+        ...(f.max !== undefined ? { max: f.max } : {}),
+      };
+    });
+  }
   if (e.values !== undefined) {
     if (!Array.isArray(e.values) || e.values.some((v) => typeof v !== 'string')) {
       throw new KubenodeTypeError(`entries[${i}].values must be an array of strings`);
@@ -227,4 +305,15 @@ function compile(e: SysctlPolicyEntry, i: number): CompiledEntry {
   if (e.min !== undefined) out.min = e.min;
   if (e.max !== undefined) out.max = e.max;
   return out;
+}
+
+function checkRange(r: IntRange, at: string): void {
+  for (const k of ['min', 'max'] as const) {
+    if (r[k] !== undefined && !Number.isSafeInteger(r[k])) {
+      throw new KubenodeTypeError(`${at}.${k} must be an integer, got ${describe(r[k])}`);
+    }
+  }
+  if (r.min !== undefined && r.max !== undefined && r.min > r.max) {
+    throw new KubenodeTypeError(`${at}: min ${r.min} is greater than max ${r.max}`);
+  }
 }

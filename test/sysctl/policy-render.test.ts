@@ -1,0 +1,286 @@
+// The renderer, the policy file format and `kubenode sysctl policy` without an API server:
+// determinism, typed errors for bad input, the committed schema, the value rules shared with
+// the CEL, and one file driving the node-side PodAdmitChain. test/sysctl/policy-apiserver.test.ts
+// proves the rendered objects against a real kube-apiserver.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { sysctl } from '../../ts/index.js';
+import { parseLabelSelector } from '../../ts/sysctl/render/selector.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const main = join(root, 'ts', 'cli', 'main.ts');
+const tsx = join(root, 'node_modules', '.bin', 'tsx');
+const dir = mkdtempSync(join(tmpdir(), 'kubenode-sysctl-policy-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function run(args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(tsx, [main, ...args], { encoding: 'utf8', timeout: 60_000 });
+  if (r.error) throw r.error;
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+let n = 0;
+function file(text: string): string {
+  const f = join(dir, `policy-${n++}.yaml`);
+  writeFileSync(f, text);
+  return f;
+}
+
+const header = 'apiVersion: kubenode.io/v1alpha1\nkind: SysctlPolicy\nmetadata:\n  name: p\n';
+const pod = (sysctls: { name: string; value: string }[], spec: Record<string, unknown> = {}) => ({
+  spec: { ...spec, securityContext: { sysctls } },
+});
+
+describe('renderAdmissionPolicy', () => {
+  const policy = new sysctl.SysctlPolicy([
+    { name: 'net.core.somaxconn', min: 128, max: 4096 },
+    { name: 'net.ipv4.ip_local_port_range', fields: [{ min: 1024, max: 65535 }, { min: 1024 }] },
+  ]);
+
+  it('renders a v1 policy and binding, the same for the same input', () => {
+    const opts = {
+      name: 'web',
+      namespaceSelector: parseLabelSelector('tier=web'),
+      workloadKinds: ['CronJob', 'Deployment'] as const,
+      includeSafeSysctls: true,
+      kernelVersion: '6.1',
+    };
+    const [vap, binding] = sysctl.renderAdmissionPolicy(policy, {
+      ...opts,
+      workloadKinds: [...opts.workloadKinds],
+    });
+    expect(vap).toMatchObject({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+    });
+    expect(binding).toMatchObject({
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: 'web-binding' },
+      spec: {
+        policyName: 'web',
+        validationActions: ['Deny'],
+        matchResources: { namespaceSelector: { matchLabels: { tier: 'web' } } },
+      },
+    });
+    const again = sysctl.renderAdmissionPolicy(policy, { ...opts, workloadKinds: ['Deployment', 'CronJob'] });
+    expect(JSON.stringify(again)).toBe(JSON.stringify([vap, binding]));
+    const rules = (vap['spec'] as { matchConstraints: { resourceRules: { resources: string[] }[] } })
+      .matchConstraints.resourceRules;
+    expect(rules.map((r) => r.resources)).toEqual([['pods'], ['deployments'], ['cronjobs']]);
+  });
+
+  it('takes the safe list from the native allowlist for the kernel given', () => {
+    const cel = (k: string) =>
+      JSON.stringify(sysctl.renderAdmissionPolicy(null, { includeSafeSysctls: true, kernelVersion: k }));
+    const gated = sysctl.safeSysctlTable().find((r) => r.minKernel !== undefined)!;
+    expect(cel('3.10')).not.toContain(`\\"${gated.name}\\"`);
+    expect(cel('6.1')).toContain(`\\"${gated.name}\\"`);
+    for (const name of sysctl.safeSysctlAllowlist('6.1')) expect(cel('6.1')).toContain(`\\"${name}\\"`);
+  });
+
+  it('refuses bad input with typed errors', () => {
+    const bad = (p: unknown, o: unknown) => () => sysctl.renderAdmissionPolicy(p as null, o as object);
+    expect(bad({}, {})).toThrow(sysctl.SysctlPolicy.name);
+    expect(bad(null, {})).toThrow(/nothing to render/);
+    expect(bad(policy, { name: 'Bad_Name' })).toThrow(/DNS subdomain/);
+    expect(bad(policy, { workloadKinds: ['Pod'] })).toThrow(/unknown kind "Pod"/);
+    expect(bad(null, { allowedUnsafeSysctls: ['vm.swappiness'] })).toThrow(sysctl.SysctlAllowlistError);
+    expect(bad(null, { includeSafeSysctls: 'yes' })).toThrow('options.includeSafeSysctls must be a boolean');
+    expect(bad(policy, { namespaceSelector: { matchLabels: { tier: 1 } } })).toThrow(
+      'options.namespaceSelector.matchLabels.tier must be of type string, got integer',
+    );
+    expect(bad(policy, { namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'Has' }] } })).toThrow(
+      /options.namespaceSelector.matchExpressions\[0\].operator must be one of/,
+    );
+    try {
+      bad(policy, { workloadKinds: 'all' })();
+    } catch (e) {
+      expect((e as { code: string }).code).toBe('ERR_KUBENODE_INVALID_ARG');
+    }
+  });
+});
+
+describe('policy values', () => {
+  const p = new sysctl.SysctlPolicy([
+    {
+      name: 'net.ipv4.ip_local_port_range',
+      fields: [
+        { min: 1024, max: 65535 },
+        { min: 1024, max: 65535 },
+      ],
+    },
+    { name: 'kernel.*', values: ['1  2'] },
+    { name: 'net.core.somaxconn', min: 128, max: 4096 },
+  ]);
+  const admit = (name: string, value: string) => p.admit({ pod: pod([{ name, value }]) });
+
+  it('checks each field of a multi-value sysctl', () => {
+    expect(admit('net.ipv4.ip_local_port_range', '\t1024   65535 ').admit).toBe(true);
+    expect(admit('net.ipv4.ip_local_port_range', '1024 80').message).toBe(
+      'forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed by policy: value field 2 must be between 1024 and 65535',
+    );
+    expect(admit('net.ipv4.ip_local_port_range', '1024').message).toMatch(
+      /must be 2 integers separated by whitespace$/,
+    );
+  });
+
+  it('folds only the kernel whitespace (ASCII), as the rendered CEL does', () => {
+    expect(admit('kernel.sem', ' 1\n2 ').admit).toBe(true);
+    // U+00A0 is whitespace to JavaScript's trim but not to the kernel (nor to RE2's class).
+    const details = (value: string) =>
+      p.validate(pod([{ name: 'net.core.somaxconn', value }])).map((e) => e.detail);
+    expect(details('\u00a0200')).toEqual(['must be an integer']);
+    expect(details('\u2003200\ufeff')).toEqual(['must be an integer']);
+    expect(details(' 200\t')).toEqual([]);
+    expect(admit('kernel.sem', '1\u00a02').admit).toBe(false);
+  });
+
+  it('refuses checked values longer than 4,096 code points, as the rendered CEL does', () => {
+    expect(admit('net.core.somaxconn', `200${' '.repeat(4093)}`).admit).toBe(true);
+    expect(admit('net.core.somaxconn', `200${' '.repeat(4094)}`).message).toMatch(
+      /value must be at most 4096 characters$/,
+    );
+    expect(admit('kernel.sem', '\u{1f600}'.repeat(4096)).message).toMatch(/value must be one of "1 2"$/);
+    expect(admit('kernel.sem', '\u{1f600}'.repeat(4097)).message).toMatch(
+      /value must be at most 4096 characters$/,
+    );
+    // Entries without a value rule never look at the value.
+    expect(
+      new sysctl.SysctlPolicy([{ name: 'a.b' }]).admit({
+        pod: pod([{ name: 'a.b', value: 'x'.repeat(9999) }]),
+      }).admit,
+    ).toBe(true);
+  });
+
+  it('treats integers beyond 2^53 as not integers, whatever their leading zeros', () => {
+    expect(admit('net.core.somaxconn', '00000000000000000000200').admit).toBe(true);
+    expect(admit('net.core.somaxconn', '9007199254740993').message).toMatch(/must be an integer$/);
+    expect(admit('net.core.somaxconn', '-0').message).toMatch(/must be between 128 and 4096$/);
+  });
+});
+
+describe('policy files', () => {
+  it('the committed schema is the one the loader enforces', () => {
+    const committed = JSON.parse(readFileSync(join(root, 'schemas', 'sysctl-policy.schema.json'), 'utf8'));
+    expect(committed).toEqual(JSON.parse(JSON.stringify(sysctl.SYSCTL_POLICY_SCHEMA)));
+  });
+
+  it('one file drives the node-side PodAdmitChain and the rendered policy', async () => {
+    const f = await sysctl.loadSysctlPolicyFile(join(root, 'examples', 'sysctl-policy.yaml'));
+    const chain = f.admitChain();
+    expect(chain.handlers).toEqual(['sysctl-policy']);
+    expect((await chain.admit({ pod: pod([{ name: 'net.core.somaxconn', value: '1024' }]) })).admit).toBe(
+      true,
+    );
+    expect(await chain.admit({ pod: pod([{ name: 'net.core.somaxconn', value: '8192' }]) })).toMatchObject({
+      admit: false,
+      reason: 'SysctlForbidden',
+      message:
+        'forbidden sysctl: "net.core.somaxconn" not allowed by policy: value must be between 128 and 4096',
+    });
+    const [vap, binding] = f.render();
+    expect(vap['metadata']).toMatchObject({ name: 'web-somaxconn' });
+    expect(binding['spec']).toMatchObject({
+      matchResources: { namespaceSelector: { matchLabels: { tier: 'web' } } },
+    });
+
+    const both = sysctl.parseSysctlPolicyFile(
+      `${header}spec:\n  includeSafeSysctls: true\n  kernelVersion: "6.1"\n  allowedSysctls: ["net.*"]\n`,
+    );
+    expect(both.admitChain().handlers).toEqual(['sysctl', 'sysctl-policy']);
+  });
+
+  it('refuses bad files with typed errors naming the field', () => {
+    const bad = (spec: string) => () => sysctl.parseSysctlPolicyFile(`${header}spec:\n${spec}`, 'f.yaml');
+    expect(bad('  sysctls: [{name: a.b, min: "1"}]')).toThrow(
+      'f.yaml: spec.sysctls[0].min must be an integer, got string',
+    );
+    expect(bad('  sysctls: [{name: a.b, mn: 1}]')).toThrow('spec.sysctls[0].mn is not a known field');
+    expect(bad('  sysctls: [{name: a.B}]')).toThrow(/spec.sysctls\[0\].name must match/);
+    expect(bad('  sysctls: [{name: a.b, min: 9, max: 1}]')).toThrow(
+      'spec.sysctls[0]: min 9 is greater than max 1',
+    );
+    expect(bad('  sysctls: []\n  allowedSysctls: []')).toThrow(/both sysctls and allowedSysctls/);
+    expect(bad('  workloadKinds: [Pod]\n  sysctls: []')).toThrow(/spec.workloadKinds\[0\] must be one of/);
+    expect(bad('  allowedUnsafeSysctls: [vm.swappiness]')).toThrow(/not known to be namespaced/);
+    expect(bad('  {}')).toThrow(/no rule/);
+    expect(() => sysctl.parseSysctlPolicyFile('a: [')).toThrow(sysctl.SysctlPolicyFileError);
+    try {
+      bad('  sysctls: [{name: a.b, fields: []}]')();
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(sysctl.SysctlPolicyFileError);
+      expect(e).toMatchObject({ code: 'ERR_KUBENODE_INVALID_ARG', path: 'spec.sysctls[0].fields' });
+    }
+  });
+
+  it('parses label selectors as kubectl does', () => {
+    expect(parseLabelSelector('tier=web, env in (a, b),!legacy,team,x!=y')).toEqual({
+      matchLabels: { tier: 'web' },
+      matchExpressions: [
+        { key: 'env', operator: 'In', values: ['a', 'b'] },
+        { key: 'legacy', operator: 'DoesNotExist' },
+        { key: 'team', operator: 'Exists' },
+        { key: 'x', operator: 'NotIn', values: ['y'] },
+      ],
+    });
+    expect(() => parseLabelSelector('a=b,a=c')).toThrow(/conflicting/);
+    expect(() => parseLabelSelector('a=b c')).toThrow(/invalid/);
+  });
+});
+
+describe('kubenode sysctl policy render', () => {
+  it('prints the policy and binding as YAML or JSON', () => {
+    const y = run(['sysctl', 'policy', 'render', '--policy', join(root, 'examples', 'sysctl-policy.yaml')]);
+    expect(y.code).toBe(0);
+    const docs = y.stdout.split(/^---$/m).map((d) => parse(d));
+    expect(docs.map((d) => d.kind)).toEqual([
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ]);
+    const j = run([
+      'sysctl',
+      'policy',
+      'render',
+      '--policy',
+      join(root, 'examples', 'sysctl-policy.yaml'),
+      '--namespace-selector',
+      'tier in (web,api)',
+      '--workload-kinds',
+      'Job',
+      '-o',
+      'json',
+    ]);
+    expect(j.code).toBe(0);
+    const list = JSON.parse(j.stdout);
+    expect(list.items[1].spec.matchResources.namespaceSelector).toEqual({
+      matchExpressions: [{ key: 'tier', operator: 'In', values: ['web', 'api'] }],
+    });
+    expect(list.items[0].spec.matchConstraints.resourceRules[1].resources).toEqual(['jobs']);
+  });
+
+  it('exits 2 with the message for a bad file, selector or format', () => {
+    const bad = file(`${header}spec:\n  sysctls: [{name: a.b, values: ["1"], min: 1}]\n`);
+    const r = run(['sysctl', 'policy', 'render', '--policy', bad]);
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toContain(`${bad}: spec.sysctls[0]: set either values or min/max or fields`);
+    expect(run(['sysctl', 'policy', 'render', '--policy', join(dir, 'missing.yaml')]).code).toBe(2);
+    const good = join(root, 'examples', 'sysctl-policy.yaml');
+    expect(run(['sysctl', 'policy', 'render', '--policy', good, '--namespace-selector', 'a=b c']).code).toBe(
+      2,
+    );
+    expect(run(['sysctl', 'policy', 'render', '--policy', good, '--workload-kinds', 'Pod']).code).toBe(2);
+    expect(run(['sysctl', 'policy', 'render', '--policy', good, '-o', 'text']).code).toBe(2);
+  });
+
+  it('prints the schema', () => {
+    const r = run(['sysctl', 'policy', 'schema']);
+    expect(JSON.parse(r.stdout)).toEqual(
+      JSON.parse(readFileSync(join(root, 'schemas', 'sysctl-policy.schema.json'), 'utf8')),
+    );
+  });
+});

@@ -1,0 +1,97 @@
+// `kubenode sysctl policy render|schema`: a policy file as a ValidatingAdmissionPolicy and
+// binding for the API server (the same file drives node admission through `PodAdmitChain`).
+import type { Command } from 'commander';
+import { stringify } from 'yaml';
+import { isKubenodeError } from '../errors.js';
+import { loadSysctlPolicyFile, type SysctlPolicyFile } from '../sysctl/policy-file.js';
+import { SYSCTL_POLICY_SCHEMA } from '../sysctl/policy-schema.js';
+import {
+  type RenderAdmissionPolicyOptions,
+  WORKLOAD_KINDS,
+  type WorkloadKind,
+} from '../sysctl/render/admission-policy.js';
+import { parseLabelSelector } from '../sysctl/render/selector.js';
+import { CliExit, printJson } from './output.js';
+
+function usage(message: string): never {
+  process.stderr.write(`kubenode: ${message}\n`);
+  throw new CliExit(2);
+}
+
+function format(o: { output?: string }): 'yaml' | 'json' {
+  const f = o.output ?? 'yaml';
+  if (f !== 'yaml' && f !== 'json') usage(`unknown output format ${JSON.stringify(f)} (want yaml or json)`);
+  return f;
+}
+
+/** Typed errors (bad file, bad selector) exit 2 with their message; anything else propagates. */
+function orUsage<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (isKubenodeError(e)) usage(e.message);
+    throw e;
+  }
+}
+
+export function registerSysctlPolicy(sysctl: Command): void {
+  const policy = sysctl
+    .command('policy')
+    .description('one sysctl policy file for node admission and API-server admission');
+
+  policy
+    .command('render')
+    .description('render a policy file as a ValidatingAdmissionPolicy + ValidatingAdmissionPolicyBinding')
+    .requiredOption(
+      '--policy <file>',
+      'sysctl policy file (YAML or JSON; see `kubenode sysctl policy schema`)',
+    )
+    .option(
+      '--namespace-selector <selector>',
+      'label selector of namespaces to enforce in (overrides the file)',
+    )
+    .option(
+      '--workload-kinds <kinds>',
+      `comma-separated, or "all": ${WORKLOAD_KINDS.join(', ')} (overrides the file)`,
+    )
+    .option('--name <name>', 'policy name (default: metadata.name of the file)')
+    .option('-o, --output <format>', 'output format: yaml or json', 'yaml')
+    .action(
+      async (opts: {
+        policy: string;
+        namespaceSelector?: string;
+        workloadKinds?: string;
+        name?: string;
+        output?: string;
+      }) => {
+        const f = format(opts);
+        let file: SysctlPolicyFile;
+        try {
+          file = await loadSysctlPolicyFile(opts.policy);
+        } catch (e) {
+          if (isKubenodeError(e)) usage(e.message);
+          throw e;
+        }
+        const overrides: RenderAdmissionPolicyOptions = {};
+        if (opts.name !== undefined) overrides.name = opts.name;
+        if (opts.namespaceSelector !== undefined) {
+          const sel = opts.namespaceSelector;
+          overrides.namespaceSelector = orUsage(() => parseLabelSelector(sel));
+        }
+        if (opts.workloadKinds !== undefined) {
+          overrides.workloadKinds =
+            opts.workloadKinds === 'all'
+              ? [...WORKLOAD_KINDS]
+              : (opts.workloadKinds.split(',').map((k) => k.trim()) as WorkloadKind[]);
+        }
+        const objects = orUsage(() => file.render(overrides));
+        if (f === 'json') printJson({ apiVersion: 'v1', kind: 'List', items: objects });
+        else process.stdout.write(objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+      },
+    );
+
+  policy
+    .command('schema')
+    .description('print the JSON schema of sysctl policy files')
+    .action(() => printJson(SYSCTL_POLICY_SCHEMA));
+}

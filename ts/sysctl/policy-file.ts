@@ -1,0 +1,174 @@
+// A sysctl policy file (YAML or JSON, schema in ./policy-schema.ts): one file drives node
+// admission (`admitChain()`, the kubelet's PodAdmitChain) and API admission (`render()`, a
+// ValidatingAdmissionPolicy and its binding), so both decide alike.
+import { readFile } from 'node:fs/promises';
+import { parseAllDocuments } from 'yaml';
+import { PodAdmitChain } from '../admission/index.js';
+import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { SysctlNamePolicy, SysctlPolicy, type SysctlPolicyEntry } from './policy.js';
+import { SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
+import {
+  type LabelSelector,
+  type RenderAdmissionPolicyOptions,
+  type RenderedAdmissionPolicy,
+  renderAdmissionPolicy,
+  type WorkloadKind,
+} from './render/admission-policy.js';
+import { kubeletAllowlist } from './render/kubelet.js';
+import { checkSchema } from './schema-check.js';
+
+/** A policy file that cannot be read, parsed or that breaks the schema; `path` names the field. */
+export class SysctlPolicyFileError extends KubenodeError {
+  constructor(
+    code: 'ERR_KUBENODE_IO' | 'ERR_KUBENODE_PARSE' | 'ERR_KUBENODE_INVALID_ARG',
+    message: string,
+    readonly path: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+    this.name = 'SysctlPolicyFileError';
+  }
+}
+
+export interface SysctlPolicyFileSpec {
+  sysctls?: SysctlPolicyEntry[];
+  allowedSysctls?: string[];
+  includeSafeSysctls?: boolean;
+  allowedUnsafeSysctls?: string[];
+  kernelVersion?: string;
+  kubernetesVersion?: string;
+  namespaceSelector?: LabelSelector;
+  workloadKinds?: WorkloadKind[];
+}
+
+export class SysctlPolicyFile {
+  readonly name: string;
+  readonly spec: Readonly<SysctlPolicyFileSpec>;
+  /** The SysctlPolicy (`sysctls`) or SysctlNamePolicy (`allowedSysctls`), if the file has one. */
+  readonly policy: SysctlPolicy | SysctlNamePolicy | null;
+
+  /** Checks a parsed document against the schema and the policy rules. */
+  constructor(doc: unknown, source = 'policy') {
+    const bad = checkSchema(SYSCTL_POLICY_SCHEMA, doc);
+    if (bad) {
+      throw new SysctlPolicyFileError(
+        'ERR_KUBENODE_INVALID_ARG',
+        `${source}: ${bad.path || 'document'} ${bad.message}`,
+        bad.path,
+      );
+    }
+    const d = doc as { metadata: { name: string }; spec: SysctlPolicyFileSpec };
+    this.name = d.metadata.name;
+    this.spec = d.spec;
+    const s = d.spec;
+    if (s.sysctls !== undefined && s.allowedSysctls !== undefined) {
+      throw new SysctlPolicyFileError(
+        'ERR_KUBENODE_INVALID_ARG',
+        `${source}: spec sets both sysctls and allowedSysctls; use one`,
+        'spec',
+      );
+    }
+    if (
+      s.sysctls === undefined &&
+      s.allowedSysctls === undefined &&
+      !s.includeSafeSysctls &&
+      !s.allowedUnsafeSysctls?.length
+    ) {
+      throw new SysctlPolicyFileError(
+        'ERR_KUBENODE_INVALID_ARG',
+        `${source}: spec has no rule: set sysctls, allowedSysctls, includeSafeSysctls or allowedUnsafeSysctls`,
+        'spec',
+      );
+    }
+    this.policy = SysctlPolicyFile.#compile(s, source);
+    // Build the kubelet allowlist now so a bad pattern or kernel version fails at load time.
+    try {
+      kubeletAllowlist(s);
+    } catch (e) {
+      throw new SysctlPolicyFileError(
+        'ERR_KUBENODE_INVALID_ARG',
+        `${source}: spec: ${(e as Error).message}`,
+        'spec',
+        {
+          cause: e,
+        },
+      );
+    }
+  }
+
+  static #compile(s: SysctlPolicyFileSpec, source: string): SysctlPolicy | SysctlNamePolicy | null {
+    try {
+      if (s.sysctls !== undefined) return new SysctlPolicy(s.sysctls);
+      if (s.allowedSysctls !== undefined) return new SysctlNamePolicy(s.allowedSysctls);
+      return null;
+    } catch (e) {
+      const field = s.sysctls !== undefined ? 'spec.sysctls' : 'spec.allowedSysctls';
+      // The policy classes say `entries[i]…`; report the file's field.
+      const msg = (e as Error).message.replace(/^entries/, field);
+      throw new SysctlPolicyFileError('ERR_KUBENODE_INVALID_ARG', `${source}: ${msg}`, field, { cause: e });
+    }
+  }
+
+  /** Render options of the file (its name, selector, kinds, kubelet settings). */
+  renderOptions(overrides: RenderAdmissionPolicyOptions = {}): RenderAdmissionPolicyOptions {
+    const s = this.spec;
+    return {
+      name: this.name,
+      ...(s.includeSafeSysctls !== undefined ? { includeSafeSysctls: s.includeSafeSysctls } : {}),
+      ...(s.allowedUnsafeSysctls !== undefined ? { allowedUnsafeSysctls: s.allowedUnsafeSysctls } : {}),
+      ...(s.kernelVersion !== undefined ? { kernelVersion: s.kernelVersion } : {}),
+      ...(s.kubernetesVersion !== undefined ? { kubernetesVersion: s.kubernetesVersion } : {}),
+      ...(s.namespaceSelector !== undefined ? { namespaceSelector: s.namespaceSelector } : {}),
+      ...(s.workloadKinds !== undefined ? { workloadKinds: s.workloadKinds } : {}),
+      ...overrides,
+    };
+  }
+
+  /** The ValidatingAdmissionPolicy and binding for this file. */
+  render(overrides: RenderAdmissionPolicyOptions = {}): RenderedAdmissionPolicy {
+    return renderAdmissionPolicy(this.policy, this.renderOptions(overrides));
+  }
+
+  /** The node side: the kubelet allowlist (if the file asks for it), then the policy. */
+  admitChain(): PodAdmitChain {
+    const allowlist = kubeletAllowlist(this.spec);
+    return new PodAdmitChain([...(allowlist ? [allowlist] : []), ...(this.policy ? [this.policy] : [])]);
+  }
+}
+
+/** Parses one YAML (or JSON) document into a checked policy file. */
+export function parseSysctlPolicyFile(text: string, source = 'policy'): SysctlPolicyFile {
+  if (typeof text !== 'string') throw new KubenodeTypeError(`text must be a string, got ${describe(text)}`);
+  const docs = parseAllDocuments(text);
+  const list = Array.isArray(docs) ? docs.filter((d) => d.contents !== null) : [];
+  if (list.length !== 1) {
+    throw new SysctlPolicyFileError(
+      'ERR_KUBENODE_PARSE',
+      `${source}: expected one YAML document, found ${list.length}`,
+      '',
+    );
+  }
+  const doc = list[0]!;
+  if (doc.errors.length > 0) {
+    throw new SysctlPolicyFileError(
+      'ERR_KUBENODE_PARSE',
+      `${source}: malformed YAML: ${doc.errors[0]!.message}`,
+      '',
+    );
+  }
+  return new SysctlPolicyFile(doc.toJS({ maxAliasCount: 100 }), source);
+}
+
+/** Reads and checks a policy file. */
+export async function loadSysctlPolicyFile(file: string): Promise<SysctlPolicyFile> {
+  if (typeof file !== 'string') throw new KubenodeTypeError(`file must be a string, got ${describe(file)}`);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new SysctlPolicyFileError('ERR_KUBENODE_IO', `cannot read ${file}: ${(e as Error).message}`, '', {
+      cause: e,
+    });
+  }
+  return parseSysctlPolicyFile(text, file);
+}
