@@ -2,8 +2,10 @@
 import { readFile } from 'node:fs/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
+import { Registry } from 'prom-client';
 import YAML from 'yaml';
 import { conntrack } from '../index.js';
+import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
 
 function family(v: string | undefined): conntrack.IPFamily {
@@ -155,7 +157,7 @@ export function registerConntrack(program: Command): void {
     },
   );
 
-  ct.command('reconcile')
+  addDaemonOptions(ct.command('reconcile'))
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
     .requiredOption('--kubeconfig <file>', 'kubeconfig of the cluster')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
@@ -163,13 +165,15 @@ export function registerConntrack(program: Command): void {
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
     .action(
-      async (o: {
-        kubeconfig: string;
-        family?: string;
-        dryRun?: boolean;
-        minSyncPeriod?: string;
-        netns?: string;
-      }) => {
+      async (
+        o: DaemonFlags & {
+          kubeconfig: string;
+          family?: string;
+          dryRun?: boolean;
+          minSyncPeriod?: string;
+          netns?: string;
+        },
+      ) => {
         const period = Number(o.minSyncPeriod ?? 1000);
         if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
           process.stderr.write(
@@ -183,6 +187,8 @@ export function registerConntrack(program: Command): void {
           process.once('SIGINT', done);
           process.once('SIGTERM', done);
         });
+        const log = daemonLogger('conntrack reconcile', o, 0);
+        const json = o.logFormat === 'json';
         const kc = new KubeConfig();
         kc.loadFromFile(o.kubeconfig);
         const families: conntrack.IPFamily[] =
@@ -190,21 +196,37 @@ export function registerConntrack(program: Command): void {
         // The API server is reached from this process's namespace; only the conntrack socket
         // lives in --netns.
         const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+        const registry = new Registry();
         const r = new conntrack.StaleFlowReconciler(kc, {
           families,
           ...(handle ? { conntrack: handle } : {}),
           dryRun: o.dryRun ?? false,
           minSyncPeriodMs: period,
+          metrics: conntrack.conntrackMetrics(registry),
           onSync: (fam, res) =>
-            process.stdout.write(
-              `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
-            ),
-          onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
+            json
+              ? log.info(0, 'Cleaned stale conntrack entries', { ipFamily: fam, ...res })
+              : process.stdout.write(
+                  `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+                ),
+          onError: (e, context) =>
+            json
+              ? log.error('Conntrack reconcile failed', e, context)
+              : process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
         });
+        const server = await startHealth(
+          'conntrack reconcile',
+          o,
+          registry,
+          () => (r.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
+          log,
+        );
+        // SIGTERM drains: the running pass finishes, then the watches stop.
         await Promise.race([r.start(), signalled]);
         await signalled;
         await r.stop();
         handle?.close();
+        await server?.close();
       },
     );
 }
