@@ -1,6 +1,8 @@
 // The daemons' listener and JSON log lines, on their own (the daemons serve them end to end in
 // test/deploy/cluster.test.ts).
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HealthServer, parseAddr, serveHealth } from '../../ts/kube/health.js';
@@ -128,5 +130,28 @@ describe('jsonLogger', () => {
     cyclic.self = cyclic;
     jsonLogger(0, { write: (s: string) => lines.push(s) }).info(0, 'odd', { cyclic, big: 1n });
     expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: 'odd', cyclic: '[object Object]', big: '1' });
+  });
+});
+
+describe('daemon flags', () => {
+  const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', main, ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('an unknown --log-format or a bad --health-addr exits 2 and says why', () => {
+    const badFormat = run(['conntrack', 'reconcile', '--kubeconfig', '/dev/null', '--log-format', 'xml']);
+    expect(badFormat.status).toBe(2);
+    expect(badFormat.stderr).toContain(
+      'kubenode conntrack reconcile: --log-format must be text or json, got "xml"',
+    );
+    const badAddr = run([
+      'servicecidr-controller',
+      '--kubeconfig',
+      join(import.meta.dirname, 'fixtures', 'kubeconfig.yaml'),
+      '--health-addr',
+      'nowhere',
+    ]);
+    expect(badAddr.status).toBe(2);
+    expect(badAddr.stderr).toContain('kubenode servicecidr-controller: "nowhere" is not HOST:PORT');
   });
 });
