@@ -1,9 +1,11 @@
 // `kubenode conntrack list|clean|reconcile`.
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { Registry } from 'prom-client';
 import YAML from 'yaml';
 import { conntrack } from '../index.js';
 import { loadKubeConfig } from '../kube/config.js';
+import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
 
 function family(v: string | undefined): conntrack.IPFamily {
@@ -155,7 +157,7 @@ export function registerConntrack(program: Command): void {
     },
   );
 
-  ct.command('reconcile')
+  addDaemonOptions(ct.command('reconcile'))
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
     .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
@@ -163,13 +165,15 @@ export function registerConntrack(program: Command): void {
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
     .action(
-      async (o: {
-        kubeconfig?: string;
-        family?: string;
-        dryRun?: boolean;
-        minSyncPeriod?: string;
-        netns?: string;
-      }) => {
+      async (
+        o: DaemonFlags & {
+          kubeconfig?: string;
+          family?: string;
+          dryRun?: boolean;
+          minSyncPeriod?: string;
+          netns?: string;
+        },
+      ) => {
         const period = Number(o.minSyncPeriod ?? 1000);
         if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
           process.stderr.write(
@@ -184,6 +188,8 @@ export function registerConntrack(program: Command): void {
           process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
           throw new CliExit(2);
         }
+        const log = daemonLogger('conntrack reconcile', o, 0);
+        const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
         // Installed before anything starts, so a signal during start-up is a clean stop too.
@@ -198,24 +204,39 @@ export function registerConntrack(program: Command): void {
           // The API server is reached from this process's namespace; only the conntrack socket
           // lives in --netns.
           const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+          const registry = new Registry();
           const r = new conntrack.StaleFlowReconciler(kc, {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,
             minSyncPeriodMs: period,
+            metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>
-              process.stdout.write(
-                `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
-              ),
-            onError: (e) =>
-              process.stderr.write(
-                `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
-              ),
+              json
+                ? log.info(0, 'Cleaned stale conntrack entries', { ipFamily: fam, ...res })
+                : process.stdout.write(
+                    `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+                  ),
+            onError: (e, context) =>
+              json
+                ? log.error('Conntrack reconcile failed', e, context)
+                : process.stderr.write(
+                    `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
+                  ),
           });
+          const server = await startHealth(
+            'conntrack reconcile',
+            o,
+            registry,
+            () => (r.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
+            log,
+          );
+          // SIGTERM drains: the running pass finishes, then the watches stop.
           await Promise.race([r.start(), signalled]);
           await signalled;
           await r.stop();
           handle?.close();
+          await server?.close();
         } catch (e) {
           // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
           // the usage code 2.

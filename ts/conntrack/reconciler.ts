@@ -31,8 +31,11 @@ export interface ReconcilerOptions {
   watchBackoff?: WatchBackoff;
   /** Called after each cleanup pass. An exception it throws goes to `onError`. */
   onSync?: (family: IPFamily, result: CleanResult) => void;
-  /** Called with each failed pass or watch. An exception it throws is dropped. */
-  onError?: (err: unknown) => void;
+  /**
+   * Called with each failed pass or watch (`context.resource` names the failed watch's
+   * resource). An exception it throws is dropped.
+   */
+  onError?: (err: unknown, context?: { resource: string }) => void;
 }
 
 /**
@@ -87,6 +90,8 @@ export class StaleFlowReconciler {
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
+  #servicesSynced = false;
+  #slicesSynced = false;
   syncs = 0;
 
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
@@ -140,15 +145,26 @@ export class StaleFlowReconciler {
     this.#services.on('add', onService);
     this.#services.on('update', onService);
     this.#services.on('delete', onService);
-    const report = (err: unknown) => this.#report(err);
+    const report = (resource: string) => (err: unknown) => this.#report(err, { resource });
     const backoff = this.#opts.watchBackoff;
-    const services = new WatchSupervisor(this.#services, report, backoff);
-    const slices = new WatchSupervisor(this.#slices, report, backoff);
-    servicesListed = () => services.healthy();
-    slicesListed = () => slices.healthy();
+    const services = new WatchSupervisor(this.#services, report('services'), backoff);
+    const slices = new WatchSupervisor(this.#slices, report('endpointslices'), backoff);
+    servicesListed = () => {
+      this.#servicesSynced = true;
+      services.healthy();
+    };
+    slicesListed = () => {
+      this.#slicesSynced = true;
+      slices.healthy();
+    };
     this.#watches = [services, slices];
     await Promise.all([services.start(), slices.start()]);
     this.#schedule(0);
+  }
+
+  /** True once both Services and EndpointSlices have been listed (the caches are filled). */
+  get synced(): boolean {
+    return this.#servicesSynced && this.#slicesSynced;
   }
 
   /** Restart attempts of failed watches so far. */
@@ -157,10 +173,10 @@ export class StaleFlowReconciler {
   }
 
   /** Hands an error to `onError`; the callback's own exception must not take the process down. */
-  #report(err: unknown): void {
+  #report(err: unknown, context?: { resource: string }): void {
     if (this.#stopped) return;
     try {
-      this.#opts.onError?.(err);
+      this.#opts.onError?.(err, context);
     } catch {
       // Nothing left to tell: the error callback itself failed.
     }

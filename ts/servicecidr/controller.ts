@@ -144,6 +144,14 @@ export class ServiceCIDRController {
     return this.#running;
   }
 
+  /**
+   * For `/readyz`: a follower is ready (it has nothing to sync); the leader once both
+   * informers have synced and its workers run.
+   */
+  get ready(): boolean {
+    return this.elector && !this.elector.isLeader ? true : this.#running;
+  }
+
   /** Runs until `signal` aborts (with leader election: only while holding the lease). */
   async run(signal: AbortSignal): Promise<void> {
     if (this.elector) {

@@ -91,6 +91,9 @@ export class ResilientInformer<T extends KubernetesObject> {
     } finally {
       this.#inf.off('error', onErr);
     }
+    // A stop() during the list or while the watch connected found no request to abort, and
+    // client-node opens the watch anyway: abort it now, or it keeps the process alive.
+    if (this.#stopped) await this.#inf.stop();
     if (!failed && !this.#synced && !this.#stopped) {
       this.#synced = true;
       for (const w of this.#syncWaiters.splice(0)) w();
