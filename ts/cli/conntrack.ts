@@ -181,6 +181,8 @@ export function registerConntrack(program: Command): void {
           );
           throw new CliExit(2);
         }
+        // Flags first: a bad --log-format is a usage error whatever the cluster configuration.
+        const log = daemonLogger('conntrack reconcile', o, 0);
         let kc: ReturnType<typeof loadKubeConfig>['kubeConfig'];
         try {
           kc = loadKubeConfig(o.kubeconfig).kubeConfig;
@@ -188,7 +190,6 @@ export function registerConntrack(program: Command): void {
           process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
           throw new CliExit(2);
         }
-        const log = daemonLogger('conntrack reconcile', o, 0);
         const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];

@@ -36,7 +36,9 @@ function fromFiles(files: string[], what: string): KubeConfig {
       kc.mergeConfig(more);
     }
   } catch (e) {
-    throw configError(`cannot load kubeconfig ${what}: ${(e as Error).message}`, e);
+    // client-node reports an empty or non-mapping file as a TypeError from its own internals.
+    const why = e instanceof TypeError ? 'not a kubeconfig document' : (e as Error).message;
+    throw configError(`cannot load kubeconfig ${what}: ${why}`, e);
   }
   if (!kc.getCurrentCluster()?.server) {
     throw configError(`kubeconfig ${what} has no current cluster with a server`);
