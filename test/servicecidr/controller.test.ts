@@ -44,6 +44,11 @@ describe('ServiceCIDR controller (real kube-apiserver)', () => {
     const managers = (sc.metadata?.managedFields ?? []).map((m) => [m.manager, m.operation, m.subresource]);
     expect(managers).toContainEqual(['service-cidr-controller', 'Apply', 'status']);
     expect(sc.metadata?.finalizers).toEqual(['networking.k8s.io/service-cidr-finalizer']);
+    // The finalizer patch names its writer (not the HTTP library's user agent, node-fetch).
+    const finalizerOwners = (sc.metadata?.managedFields ?? [])
+      .filter((m) => JSON.stringify(m.fieldsV1 ?? {}).includes('f:finalizers'))
+      .map((m) => [m.manager, m.operation]);
+    expect(finalizerOwners).toEqual([['kubenode-servicecidr-controller', 'Update']]);
   });
 
   it('writes status only when status, reason or message change', async () => {

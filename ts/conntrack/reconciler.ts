@@ -11,12 +11,16 @@ import {
   type V1EndpointSlice,
   type V1Service,
 } from '@kubernetes/client-node';
+import { withUserAgent } from '../kube/client.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import type { IPFamily } from './tables.js';
 import { observeList, type WatchBackoff, WatchSupervisor } from './watch.js';
+
+/** User agent of every request the reconciler makes. */
+export const USER_AGENT = 'kubenode-conntrack-reconciler';
 
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
@@ -90,7 +94,7 @@ export class StaleFlowReconciler {
   syncs = 0;
 
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
-    this.#kc = kubeConfig;
+    this.#kc = withUserAgent(kubeConfig, USER_AGENT);
     this.#opts = options;
     this.#families = options.families ?? ['IPv4', 'IPv6'];
     for (const f of this.#families) this.#gates.set(f, new CleanupGate());

@@ -14,6 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
+import { withUserAgent } from '../kube/client.js';
 import { CIDRIndex } from './cidr.js';
 import { EventRecorder } from './events.js';
 import { attachHandlers } from './index-sync.js';
@@ -25,6 +26,8 @@ import type { RateLimiter } from './ratelimit.js';
 import { RateLimitingQueue } from './workqueue.js';
 
 export const CONTROLLER_NAME = 'service-cidr-controller';
+/** User agent and field manager of every write but the status apply (which is upstream's). */
+export const FIELD_MANAGER = 'kubenode-servicecidr-controller';
 export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
 export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
 export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
@@ -114,7 +117,7 @@ export class ServiceCIDRController {
     if (!o || typeof o.kubeConfig?.makeApiClient !== 'function') {
       throw new KubenodeTypeError('kubeConfig must be a KubeConfig');
     }
-    this.#kc = o.kubeConfig;
+    this.#kc = withUserAgent(o.kubeConfig, FIELD_MANAGER);
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
@@ -333,7 +336,7 @@ export class ServiceCIDRController {
         : { metadata: { '$deleteFromPrimitiveList/finalizers': [SERVICE_CIDR_PROTECTION_FINALIZER] } };
     try {
       await this.#api.patchServiceCIDR(
-        { name, body },
+        { name, body, fieldManager: FIELD_MANAGER },
         setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
       );
     } catch (e) {
