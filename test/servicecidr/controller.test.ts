@@ -222,8 +222,21 @@ describe('ServiceCIDR controller (real kube-apiserver)', () => {
       type: 'Warning',
       message: 'The ServiceCIDR Status can not be set to Ready=True',
       source: { component: 'service-cidr-controller' },
+      reportingComponent: 'service-cidr-controller',
       involvedObject: { kind: 'ServiceCIDR', apiVersion: 'networking.k8s.io/v1' },
     });
+    // Every retry fails the same way: one Event, its count patched up, as client-go does.
+    const deniedEvents = async () =>
+      (await core.listNamespacedEvent({ namespace: 'default' })).items.filter(
+        (e) => e.involvedObject?.name === 'denied' && e.reason === 'KubernetesServiceCIDRError',
+      );
+    await waitFor('count 3', async () => ((await deniedEvents())[0]?.count ?? 0) >= 3);
+    const all = await deniedEvents();
+    expect(all).toHaveLength(1);
+    expect(all[0]?.metadata?.name).toBe(ev.metadata?.name);
+    expect(all[0]?.metadata?.managedFields?.map((m) => m.manager)).toEqual([
+      'kubenode-servicecidr-controller',
+    ]);
     // The finalizer went on before the status write failed; retries continue with backoff.
     expect(hasFinalizer(await readCIDR(net, 'denied'))).toBe(true);
     await waitFor('retries', async () => {

@@ -15,8 +15,8 @@ import {
 import { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withUserAgent } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
 import { CIDRIndex } from './cidr.js';
-import { EventRecorder } from './events.js';
 import { attachHandlers } from './index-sync.js';
 import { ResilientInformer } from './informer.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
@@ -126,7 +126,12 @@ export class ServiceCIDRController {
     this.#metrics = new WorkqueueMetrics(this.registry);
     this.#rateLimiter = o.rateLimiter;
     this.#api = this.#kc.makeApiClient(NetworkingV1Api);
-    this.#events = new EventRecorder(this.#kc.makeApiClient(CoreV1Api), CONTROLLER_NAME, this.#log);
+    this.#events = new EventRecorder({
+      core: this.#kc.makeApiClient(CoreV1Api),
+      source: { component: CONTROLLER_NAME },
+      fieldManager: FIELD_MANAGER,
+      log: this.#log,
+    });
     if (o.leaderElection) {
       const opts = o.leaderElection === true ? {} : o.leaderElection;
       this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, opts);
@@ -289,8 +294,15 @@ export class ServiceCIDRController {
         ServiceCIDR: name,
         error: describeError(e),
       });
-      await this.#events.warning(
-        cidr,
+      // Not awaited: the recorder writes in the background, as client-go's broadcaster does.
+      void this.#events.warning(
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'ServiceCIDR',
+          name,
+          uid: cidr.metadata?.uid,
+          resourceVersion: cidr.metadata?.resourceVersion,
+        },
         'KubernetesServiceCIDRError',
         'The ServiceCIDR Status can not be set to Ready=True',
       );
