@@ -134,7 +134,10 @@ export class ServiceCIDRController {
     });
     if (o.leaderElection) {
       const opts = o.leaderElection === true ? {} : o.leaderElection;
-      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, opts);
+      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, {
+        fieldManager: FIELD_MANAGER,
+        ...opts,
+      });
     }
   }
 

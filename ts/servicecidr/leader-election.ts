@@ -22,6 +22,8 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
   /** Give the lease up on a clean stop so another instance takes over at once (default true). */
   releaseOnCancel?: boolean;
+  /** Field manager of the Lease writes (the controller passes its own). */
+  fieldManager?: string;
 }
 
 function statusCode(e: unknown): number | undefined {
@@ -50,6 +52,7 @@ export class LeaderElector {
   readonly #renewMs: number;
   readonly #retryMs: number;
   readonly #release: boolean;
+  readonly #fieldManager: string | undefined;
   #observed: string | undefined;
   #observedAt = 0;
   #isLeader = false;
@@ -66,6 +69,7 @@ export class LeaderElector {
     this.#renewMs = o.renewDeadlineMs ?? 10_000;
     this.#retryMs = o.retryPeriodMs ?? 2_000;
     this.#release = o.releaseOnCancel ?? true;
+    this.#fieldManager = o.fieldManager;
     if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
       throw new KubenodeRangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
     }
@@ -145,6 +149,7 @@ export class LeaderElector {
       try {
         await this.api.createNamespacedLease({
           namespace: this.namespace,
+          fieldManager: this.#fieldManager,
           body: {
             metadata: { name: this.name, namespace: this.namespace },
             spec: {
@@ -185,6 +190,7 @@ export class LeaderElector {
         name: this.name,
         namespace: this.namespace,
         body: lease,
+        fieldManager: this.#fieldManager,
       });
       const s = updated.spec ?? {};
       this.#observe(
@@ -214,7 +220,12 @@ export class LeaderElector {
         renewTime: now,
         acquireTime: now,
       };
-      await this.api.replaceNamespacedLease({ name: this.name, namespace: this.namespace, body: lease });
+      await this.api.replaceNamespacedLease({
+        name: this.name,
+        namespace: this.namespace,
+        body: lease,
+        fieldManager: this.#fieldManager,
+      });
       this.log.info(0, 'released leader lease', { lease: `${this.namespace}/${this.name}` });
     } catch (e) {
       this.log.error('Failed to release lock', e);
