@@ -77,6 +77,60 @@ describe('spam filter token bucket (fake clock)', () => {
   });
 });
 
+describe('EventRecorder retries (a sink that fails like a broken connection)', () => {
+  function flakySink(failures: number, code?: number) {
+    const calls: string[] = [];
+    const core = {
+      async createNamespacedEvent(req: { body: CoreV1Event }) {
+        calls.push('create');
+        if (calls.length <= failures) throw Object.assign(new Error('socket hang up'), code ? { code } : {});
+        return { ...req.body, metadata: { ...req.body.metadata, resourceVersion: '1' } };
+      },
+    };
+    return { core: core as unknown as CoreV1Api, calls };
+  }
+
+  it('retries network failures (a server status is final) and stops at shutdown', async () => {
+    const errors: string[] = [];
+    const log = { info() {}, error: (m: string) => errors.push(m) };
+    const net = flakySink(2);
+    const r1 = new EventRecorder({
+      core: net.core,
+      source: { component: 'c' },
+      fieldManager: 'm',
+      log,
+      retryDelayMs: 1,
+    });
+    await r1.warning({ kind: 'Node', name: 'n' }, 'R', 'msg');
+    expect(net.calls).toEqual(['create', 'create', 'create']);
+    const refused = flakySink(5, 422);
+    const r2 = new EventRecorder({
+      core: refused.core,
+      source: { component: 'c' },
+      fieldManager: 'm',
+      log,
+      retryDelayMs: 1,
+    });
+    await r2.warning({ kind: 'Node', name: 'n' }, 'R', 'msg');
+    expect(refused.calls).toEqual(['create']);
+    expect(errors).toContain('Server rejected event (will not retry!)');
+    const down = flakySink(100);
+    const r3 = new EventRecorder({
+      core: down.core,
+      source: { component: 'c' },
+      fieldManager: 'm',
+      log,
+      retryDelayMs: 60_000,
+    });
+    const pending = r3.warning({ kind: 'Node', name: 'n' }, 'R', 'msg');
+    await new Promise((r) => setTimeout(r, 50));
+    r3.shutdown();
+    await pending;
+    expect(down.calls).toEqual(['create']);
+    expect(errors).toContain('Unable to write event (broadcaster is shut down)');
+  });
+});
+
 describe('EventRecorder (real kube-apiserver)', () => {
   let api: ApiServer;
   let core: CoreV1Api;
