@@ -22,8 +22,11 @@ export declare class AllocationBitmap {
 export type JsAllocationBitmap = AllocationBitmap
 
 export declare class Conntrack {
-  /** Opens a handle in this process's network namespace, or in the one at `netns`. */
-  static open(netns?: string | undefined | null): Conntrack
+  /**
+   * Opens a handle in this process's network namespace, or in the one at `netns`, off the
+   * JS thread (opening the namespace file and `setns` touch the filesystem and kernel).
+   */
+  static open(netns?: string | undefined | null): Promise<ConntrackOpenOutcome>
   list(familyName: string, filter?: ConntrackListFilter | undefined | null): Promise<ConntrackListOutcome>
   delete(familyName: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
   /** Creates entries (for tests and benchmarks that fill a table). */
@@ -206,6 +209,11 @@ export interface ConntrackListOutcome {
   flows: Array<ConntrackFlow>
   partial: boolean
   attempts: number
+  error?: ConntrackTaskError
+}
+
+export interface ConntrackOpenOutcome {
+  handle?: JsConntrack
   error?: ConntrackTaskError
 }
 

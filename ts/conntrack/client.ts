@@ -139,11 +139,14 @@ export class Conntrack {
     if (options.netns !== undefined && typeof options.netns !== 'string') {
       throw new KubenodeTypeError(`netns must be a path, got ${describe(options.netns)}`);
     }
+    let o: Awaited<ReturnType<typeof native.Conntrack.open>>;
     try {
-      return new Conntrack(native.Conntrack.open(options.netns));
+      o = await native.Conntrack.open(options.netns);
     } catch (e) {
       throw conntrackError(e);
     }
+    if (!o.handle) throw conntrackError(o.error ?? { code: 'ERR_KUBENODE_INTERNAL', message: 'no handle' });
+    return new Conntrack(o.handle);
   }
 
   /** The raw handle, for `cleanStaleEntries`. */

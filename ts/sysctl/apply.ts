@@ -56,14 +56,12 @@ export async function applySysctls(
       `target must be { pid } or { netnsPath, ipcnsPath, utsnsPath }, got ${describe(target)}`,
     );
   }
+  // Only the JS shape is checked here; which combinations make a target is the core's rule.
+  const given = target as { pid?: unknown; netnsPath?: unknown; ipcnsPath?: unknown; utsnsPath?: unknown };
   const t: { pid?: number; netnsPath?: string; ipcnsPath?: string; utsnsPath?: string } = {};
-  if ('pid' in target && target.pid !== undefined) {
-    t.pid = assertInteger('pid', target.pid, 1, 2 ** 32 - 1);
-  } else {
-    const p = target as { netnsPath?: string; ipcnsPath?: string; utsnsPath?: string };
-    for (const k of ['netnsPath', 'ipcnsPath', 'utsnsPath'] as const) {
-      if (p[k] !== undefined) t[k] = assertString(k, p[k]);
-    }
+  if (given.pid !== undefined) t.pid = assertInteger('pid', given.pid, 1, 2 ** 32 - 1);
+  for (const k of ['netnsPath', 'ipcnsPath', 'utsnsPath'] as const) {
+    if (given[k] !== undefined) t[k] = assertString(k, given[k]);
   }
   const list = Array.isArray(sysctls)
     ? sysctls

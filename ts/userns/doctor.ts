@@ -10,18 +10,28 @@ export async function usernsPoolSection(): Promise<DoctorSection> {
   try {
     const pool = await resolveKubeletMappings({ idsPerPod: DEFAULT_IDS_PER_POD });
     const last = pool.firstId + pool.length - 1;
+    const source =
+      pool.source === 'getsubids' ? 'from getsubids kubelet' : 'default pool: no kubelet account';
+    let fit: { slots: number } | Error;
+    try {
+      fit = layout(DEFAULT_IDS_PER_POD, pool.firstId, pool.length, DEFAULT_MAX_PODS);
+    } catch (e) {
+      fit = e as Error;
+    }
+    // A pool the manager refuses (e.g. one that passes 2^32) is not ok, whatever it holds.
     checks.push({
       name: 'kubelet ID pool',
-      status: 'ok',
+      status: fit instanceof Error ? 'warn' : 'ok',
       value: `${pool.firstId}-${last} (${pool.length} IDs)`,
-      detail: pool.source === 'getsubids' ? 'from getsubids kubelet' : 'default pool: no kubelet account',
+      detail: fit instanceof Error ? `${source}: ${fit.message}` : source,
     });
-    try {
-      const l = layout(DEFAULT_IDS_PER_POD, pool.firstId, pool.length, DEFAULT_MAX_PODS);
+    if (fit instanceof Error) {
+      checks.push({ name: 'pods that fit', status: 'warn', value: 0, detail: fit.message });
+    } else {
       checks.push({
         name: 'pods that fit',
         status: 'ok',
-        value: l.slots,
+        value: fit.slots,
         detail: `${DEFAULT_IDS_PER_POD} IDs per pod, maxPods ${DEFAULT_MAX_PODS}`,
       });
       if (last >= 0xffffffff) {
@@ -33,8 +43,6 @@ export async function usernsPoolSection(): Promise<DoctorSection> {
             'includes ID 4294967295, which the kernel cannot map; a pod given it never starts (kubernetes#139916)',
         });
       }
-    } catch (e) {
-      checks.push({ name: 'pods that fit', status: 'warn', value: 0, detail: (e as Error).message });
     }
   } catch (e) {
     checks.push({

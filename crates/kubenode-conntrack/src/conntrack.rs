@@ -2,7 +2,6 @@
 //! kernel-side filtering and upstream's retry rules, and batched deletes/creates.
 
 use std::io;
-use std::os::fd::AsRawFd;
 
 use crate::attr::{parse_ack, MsgBuf, Msgs};
 use crate::consts::*;
@@ -87,23 +86,22 @@ impl Conntrack {
     /// socket is created on a short-lived thread that joined the namespace; a netlink socket
     /// stays bound to the namespace it was created in, so the handle works from any thread.
     pub fn open_in_netns(path: &str) -> Result<Self> {
-        let p = path.to_owned();
+        // Opened (and checked to be a network namespace) here, so a FIFO or any other
+        // non-namespace file is refused without blocking.
+        let ns = kubenode_netns::open(std::path::Path::new(path), kubenode_netns::Kind::Net)?;
         let spawned = std::thread::Builder::new()
             .name("kubenode-ct-netns".into())
             .spawn(move || -> Result<NlSocket> {
-                let f = std::fs::File::open(&p).map_err(|e| Error::Netns {
-                    path: p.clone(),
-                    source: e,
-                })?;
-                // SAFETY: setns on this thread only; `f` is an open namespace file.
-                if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
-                    let e = io::Error::last_os_error();
+                if let Err(e) = ns.join() {
                     if e.raw_os_error() == Some(libc::EPERM) {
                         return Err(Error::Permission {
                             op: "join network namespace",
                         });
                     }
-                    return Err(Error::Netns { path: p, source: e });
+                    return Err(Error::Netns {
+                        path: ns.path().to_owned(),
+                        source: e,
+                    });
                 }
                 NlSocket::open()
             });

@@ -36,6 +36,9 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    /// The netns path cannot be opened or is not a network namespace.
+    #[error(transparent)]
+    Namespace(#[from] kubenode_netns::Error),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

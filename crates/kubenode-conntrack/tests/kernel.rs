@@ -242,6 +242,44 @@ fn without_cap_net_admin_is_a_permission_error() {
     }
 }
 
+#[test]
+fn a_netns_that_is_not_a_network_namespace_is_refused_without_blocking() {
+    let dir = std::env::temp_dir().join(format!("kubenode-ct-nsfile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let regular = dir.join("regular");
+    std::fs::write(&regular, b"net").unwrap();
+    // A FIFO used to block this call forever (no writer ever comes).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let paths = [
+        fifo.to_str().unwrap().to_string(),
+        regular.to_str().unwrap().to_string(),
+        "/dev/null".to_string(),
+        "/proc/self/ns/uts".to_string(),
+    ];
+    std::thread::spawn(move || {
+        for p in paths {
+            let r = kubenode_conntrack::Conntrack::open_in_netns(&p).map(|_| ());
+            tx.send((p, r)).unwrap();
+        }
+    });
+    for _ in 0..4 {
+        let (p, r) = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("open_in_netns blocked");
+        match r {
+            Err(Error::Namespace(e)) if e.is_wrong_file() => {
+                assert!(e.to_string().starts_with(&p), "{e}")
+            }
+            other => panic!("{p}: expected a namespace error, got {other:?}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Clears CAP_NET_ADMIN and CAP_SYS_ADMIN from this thread's effective set (capabilities are
 /// per thread, so the rest of the test process keeps them).
 fn drop_net_admin() {

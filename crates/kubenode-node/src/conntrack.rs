@@ -27,6 +27,8 @@ fn code_of(e: &CtError) -> Code {
         CtError::Netns { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
             Code::Permission
         }
+        CtError::Namespace(e) if e.is_permission() => Code::Permission,
+        CtError::Namespace(e) if e.is_wrong_file() => Code::InvalidArg,
         _ => Code::Io,
     }
 }
@@ -256,6 +258,47 @@ fn with_core<T>(
     r
 }
 
+#[napi(object, object_from_js = false)]
+pub struct ConntrackOpenOutcome {
+    pub handle: Option<JsConntrack>,
+    pub error: Option<ConntrackTaskError>,
+}
+
+pub struct OpenTask {
+    netns: Option<String>,
+}
+
+impl Task for OpenTask {
+    type Output = std::result::Result<Core, CtError>;
+    type JsValue = ConntrackOpenOutcome;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(match self.netns.as_deref() {
+            Some(p) => Core::open_in_netns(p),
+            None => Core::open(),
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(match output {
+            Ok(core) => ConntrackOpenOutcome {
+                handle: Some(JsConntrack {
+                    inner: Arc::new(Handle {
+                        core: Mutex::new(Some(core)),
+                        closed: AtomicBool::new(false),
+                    }),
+                    progress: Arc::new(Progress::default()),
+                }),
+                error: None,
+            },
+            Err(e) => ConntrackOpenOutcome {
+                handle: None,
+                error: Some(task_error(&e)),
+            },
+        })
+    }
+}
+
 #[napi(js_name = "Conntrack")]
 pub struct JsConntrack {
     inner: Shared,
@@ -288,21 +331,11 @@ impl JsConntrack {
 
 #[napi]
 impl JsConntrack {
-    /// Opens a handle in this process's network namespace, or in the one at `netns`.
-    #[napi(factory)]
-    pub fn open(netns: Option<String>) -> Result<Self> {
-        let core = match netns.as_deref() {
-            Some(p) => Core::open_in_netns(p),
-            None => Core::open(),
-        }
-        .map_err(to_js)?;
-        Ok(Self {
-            inner: Arc::new(Handle {
-                core: Mutex::new(Some(core)),
-                closed: AtomicBool::new(false),
-            }),
-            progress: Arc::new(Progress::default()),
-        })
+    /// Opens a handle in this process's network namespace, or in the one at `netns`, off the
+    /// JS thread (opening the namespace file and `setns` touch the filesystem and kernel).
+    #[napi(ts_return_type = "Promise<ConntrackOpenOutcome>")]
+    pub fn open(netns: Option<String>) -> AsyncTask<OpenTask> {
+        AsyncTask::new(OpenTask { netns })
     }
 
     #[napi(ts_return_type = "Promise<ConntrackListOutcome>")]

@@ -488,9 +488,12 @@ pub struct SysctlApplyOutcome {
     pub error: Option<SysctlTaskError>,
 }
 
-fn task_error(e: &ApplyError) -> SysctlTaskError {
-    let code = match e {
-        ApplyError::InvalidName(_)
+fn task_code(e: &ApplyError) -> Code {
+    match e {
+        ApplyError::Namespace(n) if n.is_permission() => Code::Permission,
+        ApplyError::Namespace(n) if n.is_wrong_file() => Code::InvalidArg,
+        ApplyError::Target(_)
+        | ApplyError::InvalidName(_)
         | ApplyError::NotNamespaced(_)
         | ApplyError::UnsafePath { .. }
         | ApplyError::MissingNamespace { .. } => Code::InvalidArg,
@@ -503,9 +506,12 @@ fn task_error(e: &ApplyError) -> SysctlTaskError {
             permission: true, ..
         } => Code::Permission,
         _ => Code::Io,
-    };
+    }
+}
+
+fn task_error(e: &ApplyError) -> SysctlTaskError {
     SysctlTaskError {
-        code: code.as_ref().to_string(),
+        code: task_code(e).as_ref().to_string(),
         message: e.to_string(),
     }
 }
@@ -551,19 +557,13 @@ pub fn sysctl_apply(
     target: SysctlTarget,
     sysctls: Vec<SysctlPair>,
 ) -> Result<AsyncTask<ApplyTask>> {
-    let target = match target {
-        SysctlTarget { pid: Some(pid), netns_path: None, ipcns_path: None, utsns_path: None } => NsTarget::Pid(pid),
-        SysctlTarget { pid: None, netns_path, ipcns_path, utsns_path }
-            if netns_path.is_some() || ipcns_path.is_some() || utsns_path.is_some() =>
-        {
-            NsTarget::Paths {
-                net: netns_path.map(Into::into),
-                ipc: ipcns_path.map(Into::into),
-                uts: utsns_path.map(Into::into),
-            }
-        }
-        _ => return Err(err(Code::InvalidArg, "target must be { pid } or namespace paths { netnsPath, ipcnsPath, utsnsPath }, not both")),
-    };
+    let target = NsTarget::new(
+        target.pid,
+        target.netns_path.map(Into::into),
+        target.ipcns_path.map(Into::into),
+        target.utsns_path.map(Into::into),
+    )
+    .map_err(|e| err(task_code(&e), e))?;
     Ok(AsyncTask::new(ApplyTask {
         target,
         sysctls: sysctls.into_iter().map(|p| (p.name, p.value)).collect(),

@@ -258,7 +258,8 @@ impl State {
         mirror.pods = m
             .allocations()
             .into_iter()
-            .map(|a| (a.pod, a.host_id))
+            // A pod directory name that is not UTF-8 shows with U+FFFD: JS strings are Unicode.
+            .map(|a| (a.pod.to_string_lossy().into_owned(), a.host_id))
             .collect();
     }
 }
@@ -578,13 +579,13 @@ impl Task for ListTask {
                     .into_iter()
                     .map(|p| match p.mapping {
                         Ok((h, l)) => UsernsListedPod {
-                            pod: p.pod,
+                            pod: p.pod.to_string_lossy().into_owned(),
                             host_id: Some(h),
                             length: Some(l),
                             error: None,
                         },
                         Err(e) => UsernsListedPod {
-                            pod: p.pod,
+                            pod: p.pod.to_string_lossy().into_owned(),
                             host_id: None,
                             length: None,
                             error: Some(e),

@@ -3,12 +3,12 @@
 //! work runs on a dedicated thread that `setns`-es into the target and exits afterwards; the
 //! caller's threads never change namespace.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
+use kubenode_netns::Kind;
 use thiserror::Error;
 
 use crate::name::is_valid_sysctl_name;
@@ -28,8 +28,31 @@ pub enum NsTarget {
     },
 }
 
+impl NsTarget {
+    /// The target named by a process id *or* namespace paths: never both, never neither, so
+    /// no path given is silently ignored.
+    pub fn new(
+        pid: Option<u32>,
+        net: Option<PathBuf>,
+        ipc: Option<PathBuf>,
+        uts: Option<PathBuf>,
+    ) -> Result<Self, ApplyError> {
+        let paths = net.is_some() || ipc.is_some() || uts.is_some();
+        match pid {
+            Some(_) if paths => Err(ApplyError::Target("not both")),
+            Some(pid) => Ok(NsTarget::Pid(pid)),
+            None if paths => Ok(NsTarget::Paths { net, ipc, uts }),
+            None => Err(ApplyError::Target("got neither")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ApplyError {
+    #[error(
+        "target must be {{ pid }} or namespace paths {{ netnsPath, ipcnsPath, utsnsPath }}, {0}"
+    )]
+    Target(&'static str),
     #[error("sysctl {} is not a valid sysctl name", go_quote(.0))]
     InvalidName(String),
     /// runc's text for sysctls outside the net, IPC and UTS namespaces.
@@ -43,6 +66,9 @@ pub enum ApplyError {
     HostNamespace(&'static str),
     #[error("opening namespace {path}: {message}")]
     OpenNamespace { path: String, message: String },
+    /// A namespace path that cannot be opened or is not a namespace of the needed kind.
+    #[error(transparent)]
+    Namespace(#[from] kubenode_netns::Error),
     /// `permission`: the kernel answered EPERM (no CAP_SYS_ADMIN), not some other failure.
     #[error("joining {ns} namespace {path}: {message}")]
     Setns {
@@ -156,30 +182,6 @@ pub(crate) fn write_value(name: &str, path: &str, value: &str) -> Result<(), App
     Ok(())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Net,
-    Ipc,
-    Uts,
-}
-
-impl Kind {
-    fn label(self) -> &'static str {
-        match self {
-            Kind::Net => "net",
-            Kind::Ipc => "ipc",
-            Kind::Uts => "uts",
-        }
-    }
-    fn flag(self) -> libc::c_int {
-        match self {
-            Kind::Net => libc::CLONE_NEWNET,
-            Kind::Ipc => libc::CLONE_NEWIPC,
-            Kind::Uts => libc::CLONE_NEWUTS,
-        }
-    }
-}
-
 /// The normalised name and namespace of a sysctl that may be written in a net, IPC or UTS
 /// namespace; every other name is refused here, before any file is opened.
 pub(crate) fn writable_name(raw: &str) -> Result<(String, Namespace), ApplyError> {
@@ -251,11 +253,7 @@ pub fn apply_sysctls(
                 ns: kind.label(),
             });
         };
-        let shown = path.display().to_string();
-        let f = File::open(&path).map_err(|e| ApplyError::OpenNamespace {
-            path: shown.clone(),
-            message: e.to_string(),
-        })?;
+        let f = kubenode_netns::open(&path, kind)?;
         let own =
             std::fs::metadata(format!("/proc/thread-self/ns/{}", kind.label())).map_err(|e| {
                 ApplyError::OpenNamespace {
@@ -263,24 +261,21 @@ pub fn apply_sysctls(
                     message: e.to_string(),
                 }
             })?;
-        let theirs = f.metadata().map_err(|e| ApplyError::OpenNamespace {
-            path: shown.clone(),
+        let theirs = f.file().metadata().map_err(|e| ApplyError::OpenNamespace {
+            path: f.path().to_string(),
             message: e.to_string(),
         })?;
         if own.ino() == theirs.ino() && own.dev() == theirs.dev() {
             return Err(ApplyError::HostNamespace(kind.label()));
         }
-        files.push((kind, shown, f));
+        files.push(f);
     }
     let worker = std::thread::Builder::new()
         .name("kubenode-sysctl-apply".into())
         .spawn(move || -> Result<Vec<Applied>, ApplyError> {
-            for (kind, path, f) in &files {
-                // SAFETY: a valid open fd and a CLONE_NEW* flag; affects only this thread.
-                if unsafe { libc::setns(f.as_raw_fd(), kind.flag()) } != 0 {
-                    let e = std::io::Error::last_os_error();
-                    return Err(setns_err(kind.label(), path.clone(), &e));
-                }
+            for f in &files {
+                f.join()
+                    .map_err(|e| setns_err(f.kind().label(), f.path().to_string(), &e))?;
             }
             write_all(&plan)
         })
@@ -392,6 +387,61 @@ mod tests {
                 "{n}"
             );
         }
+    }
+
+    #[test]
+    fn a_target_is_a_pid_or_paths_never_both() {
+        let net = || Some(PathBuf::from("/var/run/netns/x"));
+        assert_eq!(
+            NsTarget::new(Some(7), None, None, None),
+            Ok(NsTarget::Pid(7))
+        );
+        assert_eq!(
+            NsTarget::new(None, net(), None, None),
+            Ok(NsTarget::Paths {
+                net: net(),
+                ipc: None,
+                uts: None
+            })
+        );
+        let both = NsTarget::new(Some(7), net(), None, None).unwrap_err();
+        assert_eq!(
+            both.to_string(),
+            "target must be { pid } or namespace paths { netnsPath, ipcnsPath, utsnsPath }, not both"
+        );
+        assert_eq!(
+            NsTarget::new(Some(7), None, None, Some("/u".into())),
+            Err(both)
+        );
+        assert_eq!(
+            NsTarget::new(None, None, None, None),
+            Err(ApplyError::Target("got neither"))
+        );
+    }
+
+    #[test]
+    fn refuses_namespace_paths_that_are_not_that_namespace() {
+        let net = |p: &str| NsTarget::Paths {
+            net: Some(p.into()),
+            ipc: None,
+            uts: None,
+        };
+        let set = [("net.ipv4.ip_forward".to_string(), "1".to_string())];
+        let e = apply_sysctls(&net("/dev/null"), &set).unwrap_err();
+        assert!(
+            matches!(&e, ApplyError::Namespace(n) if n.is_wrong_file()),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("/dev/null is not a namespace file"),
+            "{e}"
+        );
+        let e = apply_sysctls(&net("/proc/self/ns/uts"), &set).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/proc/self/ns/uts is a uts namespace, not a net namespace"
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub const DEFAULT_IDS_PER_POD: u32 = 65536;
 pub const DEFAULT_MAX_PODS: u32 = 110;
 /// `mapReInitializeThreshold`: releases after which the pod map is rebuilt.
 pub const REINIT_THRESHOLD: u64 = 1000;
+/// IDs are 32-bit: a pool may end at 2^32 (exclusive) and no further.
+pub const ID_SPACE: u64 = 1 << 32;
 
 /// Inputs of `MakeUserNsManager` once the kubelet's mapping pool is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +67,14 @@ impl Config {
                 self.max_pods
             ));
         }
+        // Not in upstream, which computes slot IDs in uint32 and would wrap past 2^32 onto
+        // host IDs from 0 (root) up.
+        if u64::from(s) + u64::from(n) > ID_SPACE {
+            return bad(format!(
+                "kubelet user assigned IDs from {s} with length {n} go past the largest ID {}",
+                ID_SPACE - 1
+            ));
+        }
         Ok(Layout {
             ids_per_pod: l,
             off: s / l,
@@ -74,10 +84,18 @@ impl Config {
 }
 
 impl Layout {
-    /// First host ID of slot `i`, computed in 32 bits as upstream does
-    /// (`uint32(firstZero + off) * userNsLength`), wrap-around included.
-    pub fn first_id(&self, slot: u32) -> u32 {
-        slot.wrapping_add(self.off).wrapping_mul(self.ids_per_pod)
+    /// First host ID of slot `i` (upstream's `uint32(firstZero + off) * userNsLength`), in 64
+    /// bits: `None` when the slot's range would not end within the 32-bit ID space, which a
+    /// layout from [`Config::layout`] never allows for `slot < slots`.
+    pub fn first_id(&self, slot: u32) -> Option<u32> {
+        let l = u64::from(self.ids_per_pod);
+        let first = u64::from(slot)
+            .checked_add(u64::from(self.off))?
+            .checked_mul(l)?;
+        if first.checked_add(l)? > ID_SPACE {
+            return None;
+        }
+        u32::try_from(first).ok()
     }
 
     /// Slot of a host ID (`int(id / L) - off`), or `None` outside `[0, slots)`.
@@ -114,4 +132,42 @@ pub fn validate_ids_per_pod(v: i64) -> Result<u32> {
         return bad("must not be more than 4294967295");
     }
     Ok(v as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Over random pools (valid and not): a layout exists exactly when upstream's checks
+        /// pass and the pool ends by 2^32, and then every slot's range is inside the pool, at
+        /// or above idsPerPod, and next to its neighbours without overlap.
+        #[test]
+        fn slot_ids_never_wrap(k in 1u32..=8, s in any::<u32>(), n in any::<u32>(), snap in any::<bool>(), p in 1u32..=200, probe in any::<u32>()) {
+            let l = k * UNIT_LENGTH;
+            // Half the cases on multiples of l, so that upstream's checks pass often.
+            let (s, n) = if snap { (s / l * l, n / l * l) } else { (s, n) };
+            let c = Config { ids_per_pod: l, first_id: s, length: n, max_pods: p };
+            let upstream_ok = s % l == 0 && s >= l && n % l == 0 && n / l >= p;
+            let fits = u64::from(s) + u64::from(n) <= ID_SPACE;
+            match c.layout() {
+                Err(e) => {
+                    prop_assert!(!(upstream_ok && fits), "refused a valid pool: {}", e);
+                    prop_assert_eq!(e.kind(), ErrorKind::Config);
+                }
+                Ok(layout) => {
+                    prop_assert!(upstream_ok && fits);
+                    for slot in [0, layout.slots - 1, probe % layout.slots] {
+                        let first = layout.first_id(slot).map(u64::from);
+                        prop_assert_eq!(first, Some(u64::from(s) + u64::from(slot) * u64::from(l)));
+                        let first = first.unwrap_or(0);
+                        prop_assert!(first >= u64::from(l));
+                        prop_assert!(first + u64::from(l) <= u64::from(s) + u64::from(n));
+                        prop_assert_eq!(layout.slot_of(first as u32), Some(slot));
+                    }
+                }
+            }
+        }
+    }
 }

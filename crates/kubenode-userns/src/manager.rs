@@ -3,6 +3,8 @@
 //! it in a mutex), matching upstream's single manager lock.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use kubenode_bitmap::{AllocationBitmap, SplitMix64, Strategy};
@@ -23,10 +25,11 @@ pub struct Options {
     pub seed: Option<u64>,
 }
 
-/// One pod's allocation, for inspection.
+/// One pod's allocation, for inspection. The pod is a directory name, as bytes: a directory
+/// the kubelet lists may have a name that is not UTF-8.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
-    pub pod: String,
+    pub pod: OsString,
     pub host_id: u32,
     pub length: u32,
 }
@@ -42,9 +45,12 @@ pub struct RestoreStats {
 #[derive(Debug)]
 pub struct Manager {
     pods_dir: PathBuf,
+    /// The pods directory, held open; `None` only while it does not exist (without the lock,
+    /// which creates it), and then opened on first use.
+    pods: Option<fsio::PodsDir>,
     layout: Layout,
     used: AllocationBitmap,
-    used_by: HashMap<String, u32>,
+    used_by: HashMap<OsString, u32>,
     removed: u64,
     restore: RestoreStats,
     _lock: Option<fsio::DirLock>,
@@ -56,10 +62,10 @@ impl Manager {
     pub fn open(pods_dir: impl Into<PathBuf>, config: Config, opts: Options) -> Result<Self> {
         let pods_dir = pods_dir.into();
         let layout = config.layout()?;
-        let lock = if opts.lock {
-            Some(fsio::lock_pods_dir(&pods_dir)?)
-        } else {
-            None
+        let pods = fsio::PodsDir::open(&pods_dir, opts.lock)?;
+        let lock = match (&pods, opts.lock) {
+            (Some(p), true) => Some(p.lock()?),
+            _ => None,
         };
         let rng = match opts.seed {
             Some(s) => SplitMix64::new(s),
@@ -74,6 +80,7 @@ impl Manager {
         .map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
         let mut m = Self {
             pods_dir,
+            pods,
             layout,
             used,
             used_by: HashMap::new(),
@@ -81,18 +88,14 @@ impl Manager {
             restore: RestoreStats::default(),
             _lock: lock,
         };
-        let found = match fsio::list_pods(&m.pods_dir) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(m),
-            Err(e) => return Err(fsio::list_error(&m.pods_dir, &e).wrap("read pods from disk")),
+        let Some(pods) = &m.pods else {
+            return Ok(m);
         };
+        let found = pods
+            .list_pods()
+            .map_err(|e| fsio::list_error(&m.pods_dir, &e).wrap("read pods from disk"))?;
         m.restore.pods_listed = found.len();
         for pod in &found {
-            let dir = m.pods_dir.join(pod);
-            if m._lock.is_some() {
-                // Only with the lock held: no writer of ours can own these files any more.
-                m.restore.stale_temp_files_removed += fsio::remove_stale_temps(&dir);
-            }
             let restored = m.record_pod_mappings(pod).map_err(|e| {
                 e.wrap(format_args!("record pod mappings for existing pod {pod:?}"))
             })?;
@@ -120,21 +123,38 @@ impl Manager {
         self.removed
     }
 
-    fn pod_dir(&self, pod: &str) -> Result<PathBuf> {
-        fsio::check_pod_uid(pod)?;
-        Ok(self.pods_dir.join(pod))
+    /// The pods directory, opened now if it did not exist before.
+    fn pods(&mut self) -> Result<&fsio::PodsDir> {
+        if self.pods.is_none() {
+            self.pods = fsio::PodsDir::open(&self.pods_dir, false)?;
+        }
+        self.pods.as_ref().ok_or_else(|| {
+            let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+            Error::io("open", &self.pods_dir, &e)
+        })
     }
 
-    /// `readMappingsFromFile`: the store is created first (the pod directory made if missing).
-    fn read_file(&self, pod: &str) -> Result<Option<Vec<u8>>> {
-        let dir = self.pod_dir(pod)?;
-        fsio::ensure_dir(&dir).map_err(|e| e.wrap("create user namespace store"))?;
-        fsio::read_mappings(&dir)
+    /// The store of `readMappingsFromFile`: the pod directory, made if missing, held open.
+    fn store(&mut self, pod: &OsStr) -> Result<fsio::PodDir> {
+        let dir = self
+            .pods()
+            .and_then(|p| p.pod(pod, true))
+            .map_err(|e| e.wrap("create user namespace store"))?;
+        let dir = dir.ok_or_else(|| {
+            let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+            Error::io("mkdir", &self.pods_dir.join(pod), &e).wrap("create user namespace store")
+        })?;
+        Ok(dir)
     }
 
     /// `recordPodMappings`: true when the pod had a (valid) file.
-    fn record_pod_mappings(&mut self, pod: &str) -> Result<bool> {
-        match self.read_file(pod)? {
+    fn record_pod_mappings(&mut self, pod: &OsStr) -> Result<bool> {
+        let dir = self.store(pod)?;
+        if self._lock.is_some() {
+            // Only with the lock held: no writer of ours can own these files any more.
+            self.restore.stale_temp_files_removed += dir.remove_stale_temps();
+        }
+        match dir.read_mappings()? {
             Some(content) if !content.is_empty() => {
                 self.parse_and_record(pod, &content)?;
                 Ok(true)
@@ -143,14 +163,14 @@ impl Manager {
         }
     }
 
-    fn parse_and_record(&mut self, pod: &str, content: &[u8]) -> Result<UserNamespace> {
+    fn parse_and_record(&mut self, pod: &OsStr, content: &[u8]) -> Result<UserNamespace> {
         let (ns, host_id, length) = parse_file(content)?;
         self.record(pod, host_id, length)?;
         Ok(ns)
     }
 
     /// Upstream's `record`, checks in order.
-    fn record(&mut self, pod: &str, from: u32, length: u32) -> Result<()> {
+    fn record(&mut self, pod: &OsStr, from: u32, length: u32) -> Result<()> {
         let l = self.layout.ids_per_pod;
         if length != l {
             return Err(Error::new(
@@ -190,11 +210,11 @@ impl Manager {
         }
         // In range by the check above, so this cannot fail; upstream ignores the result too.
         let _ = self.used.allocate(i64::from(index));
-        self.used_by.insert(pod.to_string(), from);
+        self.used_by.insert(pod.to_os_string(), from);
         Ok(())
     }
 
-    fn allocate_one(&mut self, pod: &str) -> Result<(u32, u32)> {
+    fn allocate_one(&mut self, pod: &OsStr) -> Result<(u32, u32)> {
         // The map's offset is 0, so allocate_next never reports InvalidOffset.
         let Some(slot) = self.used.allocate_next().ok().flatten() else {
             return Err(Error::new(
@@ -202,20 +222,25 @@ impl Manager {
                 "could not find an empty slot to allocate a user namespace",
             ));
         };
-        // slot < slots <= u32::MAX, so the conversion holds.
-        let first = self.layout.first_id(slot as u32);
-        self.used_by.insert(pod.to_string(), first);
+        // A slot below `slots` of a checked layout always fits; refuse rather than wrap if not.
+        let first = u32::try_from(slot)
+            .ok()
+            .and_then(|s| self.layout.first_id(s));
+        let Some(first) = first else {
+            self.used.release(slot);
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("slot {slot} of the user namespace pool does not fit in 32-bit IDs"),
+            ));
+        };
+        self.used_by.insert(pod.to_os_string(), first);
         Ok((first, self.layout.ids_per_pod))
     }
 
-    fn create_user_ns(&mut self, pod: &str) -> Result<UserNamespace> {
+    fn create_user_ns(&mut self, pod: &OsStr, dir: &fsio::PodDir) -> Result<UserNamespace> {
         let (first, length) = self.allocate_one(pod)?;
         let ns = UserNamespace::single(first, length);
-        let dir = self.pods_dir.join(pod);
-        let written = fsio::ensure_dir(&dir)
-            .map_err(|e| e.wrap("create user namespace store"))
-            .and_then(|()| fsio::write_mappings(&dir, json::encode(&ns).as_bytes()));
-        if let Err(e) = written {
+        if let Err(e) = dir.write_mappings(json::encode(&ns).as_bytes()) {
             // Roll back as upstream's deferred releaseWithLock does.
             self.release_with_lock(pod);
             return Err(e);
@@ -226,29 +251,35 @@ impl Manager {
     /// `GetOrCreateUserNamespaceMappings` for a pod with `hostUsers: false`, after the feature
     /// gate and runtime-handler checks (which the caller does, as they come before the lock).
     pub fn get_or_create(&mut self, pod: &str) -> Result<UserNamespace> {
-        let content = self.read_file(pod)?;
-        match content {
+        fsio::check_pod_uid(pod)?;
+        let pod = OsStr::new(pod);
+        // One open directory for the read and the write: the name is resolved once.
+        let dir = self.store(pod)?;
+        match dir.read_mappings()? {
             Some(c) if !c.is_empty() => self
                 .parse_and_record(pod, &c)
                 .map_err(|e| e.wrap("user namespace")),
             _ => self
-                .create_user_ns(pod)
+                .create_user_ns(pod, &dir)
                 .map_err(|e| e.wrap("create user namespace")),
         }
     }
 
     /// `Release`: a pod without an allocation is a no-op (its file, if any, is left alone).
     pub fn release(&mut self, pod: &str) {
-        self.release_with_lock(pod);
+        self.release_with_lock(OsStr::new(pod));
     }
 
-    fn release_with_lock(&mut self, pod: &str) {
+    fn release_with_lock(&mut self, pod: &OsStr) {
         let Some(v) = self.used_by.remove(pod) else {
             return;
         };
         self.removed += 1;
-        // Keys in used_by passed check_pod_uid or came from the directory listing.
-        fsio::remove_mappings(&self.pods_dir.join(pod));
+        // Keys in used_by passed check_pod_uid or came from the directory listing. Errors are
+        // ignored as upstream does; a pod directory swapped for a symbolic link is not opened.
+        if let Some(Ok(Some(dir))) = self.pods.as_ref().map(|p| p.pod(pod, false)) {
+            dir.remove_mappings();
+        }
         if self.removed.is_multiple_of(REINIT_THRESHOLD) {
             // Upstream copies the Go map because Go maps never shrink; shrinking the table
             // bounds memory the same way.
@@ -264,26 +295,25 @@ impl Manager {
     /// `CleanupOrphanedPodUsernsAllocations`: releases every on-disk pod that is neither
     /// desired nor running, then every allocation whose pod directory is gone.
     pub fn cleanup_orphans<S: AsRef<str>>(&mut self, pods: &[S], running: &[S]) -> Result<()> {
-        let known: HashSet<&str> = pods
+        let known: HashSet<&OsStr> = pods
             .iter()
             .chain(running.iter())
-            .map(|s| s.as_ref())
+            .map(|s| OsStr::new(s.as_ref()))
             .collect();
-        let found = fsio::list_pods(&self.pods_dir).map_err(|e| {
-            fsio::list_error(&self.pods_dir, &e)
-                .wrap("read pods from disk")
-                .wrap("user namespace")
-        })?;
+        let found = self
+            .pods()
+            .and_then(|p| p.list_pods().map_err(|e| fsio::list_error(p.path(), &e)))
+            .map_err(|e| e.wrap("read pods from disk").wrap("user namespace"))?;
         for pod in &found {
-            if !known.contains(pod.as_str()) {
+            if !known.contains(pod.as_os_str()) {
                 self.release_with_lock(pod);
             }
         }
-        let found: HashSet<&str> = found.iter().map(String::as_str).collect();
-        let gone: Vec<String> = self
+        let found: HashSet<&OsStr> = found.iter().map(OsString::as_os_str).collect();
+        let gone: Vec<OsString> = self
             .used_by
             .keys()
-            .filter(|k| !found.contains(k.as_str()))
+            .filter(|k| !found.contains(k.as_os_str()))
             .cloned()
             .collect();
         for pod in gone {
@@ -303,12 +333,12 @@ impl Manager {
                 length: self.layout.ids_per_pod,
             })
             .collect();
-        v.sort_unstable_by(|a, b| a.pod.cmp(&b.pod));
+        v.sort_unstable_by(|a, b| a.pod.as_bytes().cmp(b.pod.as_bytes()));
         v
     }
 
-    pub fn allocated(&self, pod: &str) -> Option<u32> {
-        self.used_by.get(pod).copied()
+    pub fn allocated(&self, pod: impl AsRef<OsStr>) -> Option<u32> {
+        self.used_by.get(pod.as_ref()).copied()
     }
 
     /// Slots in use according to the bitmap (equals `allocations().len()`).
@@ -357,7 +387,8 @@ pub fn parse_file(content: &[u8]) -> Result<(UserNamespace, u32, u32)> {
 /// One pod of a read-only listing (`kubenode userns ls`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedPod {
-    pub pod: String,
+    /// The directory name, as bytes.
+    pub pod: OsString,
     /// `(hostId, length)` of a valid file, or the parse error.
     pub mapping: std::result::Result<(u32, u32), String>,
 }
@@ -365,12 +396,17 @@ pub struct ListedPod {
 /// Reads every pod's file without locking or changing anything. Pods without a file are left
 /// out.
 pub fn list_mappings(pods_dir: &Path) -> Result<Vec<ListedPod>> {
-    let found = fsio::list_pods(pods_dir)
-        .map_err(|e| fsio::list_error(pods_dir, &e).wrap("read pods from disk"))?;
+    let listed = open_existing(pods_dir).and_then(|p| {
+        let found = p.list_pods().map_err(|e| fsio::list_error(pods_dir, &e))?;
+        Ok((p, found))
+    });
+    let (pods, found) = listed.map_err(|e| e.wrap("read pods from disk"))?;
     let mut out = Vec::new();
     for pod in found {
-        let dir = pods_dir.join(&pod);
-        let mapping = match fsio::read_mappings(&dir) {
+        let read = pods
+            .pod(&pod, false)
+            .and_then(|d| d.map_or(Ok(None), |d| d.read_mappings()));
+        let mapping = match read {
             Ok(None) => continue,
             Ok(Some(c)) if c.is_empty() => continue,
             Ok(Some(c)) => parse_file(&c)
@@ -386,8 +422,8 @@ pub fn list_mappings(pods_dir: &Path) -> Result<Vec<ListedPod>> {
 /// Reads and checks one pod's file (for `verify`).
 pub fn read_pod_mapping(pods_dir: &Path, pod: &str) -> Result<(u32, u32)> {
     fsio::check_pod_uid(pod)?;
-    let dir = pods_dir.join(pod);
-    match fsio::read_mappings(&dir)? {
+    let dir = open_existing(pods_dir)?.pod(OsStr::new(pod), false)?;
+    match dir.map_or(Ok(None), |d| d.read_mappings())? {
         Some(c) if !c.is_empty() => parse_file(&c).map(|(_, h, l)| (h, l)),
         _ => Err(Error::new(
             ErrorKind::Io,
@@ -397,4 +433,12 @@ pub fn read_pod_mapping(pods_dir: &Path, pod: &str) -> Result<(u32, u32)> {
             ),
         )),
     }
+}
+
+/// The pods directory for reading; missing is an error like Go's `os.ReadDir` gives.
+fn open_existing(pods_dir: &Path) -> Result<fsio::PodsDir> {
+    fsio::PodsDir::open(pods_dir, false)?.ok_or_else(|| {
+        let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+        fsio::list_error(pods_dir, &e)
+    })
 }

@@ -288,6 +288,17 @@ pub fn verify_mapping(host_id: u32, length: u32) -> Result<VerifyReport> {
             format!("mapping {host_id}+{length} does not fit in 32-bit IDs"),
         ));
     }
+    if host_id < crate::config::UNIT_LENGTH {
+        // The kubelet never assigns these (its pool starts at idsPerPod or later); only a
+        // wrapped slot ID ends here, and then root in the pod is a host system ID, root at 0.
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!(
+                "mapping 0 -> {host_id} puts container root on host ID {host_id}, below {}: not a range the kubelet assigns",
+                crate::config::UNIT_LENGTH
+            ),
+        ));
+    }
     let dir = std::env::temp_dir().join(format!(
         "kubenode-userns-verify-{}-{}",
         std::process::id(),

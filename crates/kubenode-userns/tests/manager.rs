@@ -291,7 +291,7 @@ fn release_and_cleanup_follow_upstream() {
     assert_eq!(
         m.allocations()
             .iter()
-            .map(|a| a.pod.as_str())
+            .map(|a| a.pod.to_str().unwrap())
             .collect::<Vec<_>>(),
         ["pod-2"]
     );
@@ -414,19 +414,33 @@ fn restore_removes_only_our_stale_temp_files() {
 }
 
 #[test]
-fn wraparound_pool_is_upstream_behaviour() {
-    // kubelet:327680:4294836224 → off 5, slots 65534; slot 65531 wraps to host ID 0 (upstream
-    // master has no guard; PR #141345 would reject this pool).
+fn pools_past_2_pow_32_are_refused_not_wrapped() {
+    // kubelet:327680:4294836224 → off 5, slots 65534: upstream computes slot 65531's first ID
+    // in uint32 and it wraps to host ID 0. Refused here, before any slot exists.
     let c = Config {
         ids_per_pod: L,
         first_id: 327680,
         length: 4294836224,
         max_pods: 110,
     };
-    let l = c.layout().unwrap();
-    assert_eq!((l.off, l.slots), (5, 65534));
-    assert_eq!(l.first_id(65531), 0);
-    assert_eq!(l.first_id(65530), 4294901760);
+    let e = c.layout().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert_eq!(
+        e.to_string(),
+        "kubelet user assigned IDs from 327680 with length 4294836224 go past the largest ID 4294967295"
+    );
+    // The example of the issue: the second slot would be host ID 0.
+    let t = tempfile::tempdir().unwrap();
+    let e = open(t.path(), cfg(u32::MAX - L + 1, L * 110, 110)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(
+        e.to_string().contains("go past the largest ID 4294967295"),
+        "{e}"
+    );
+    // Ending exactly at 2^32 (the default pool) is fine, and its last slot ends there.
+    let l = cfg(L, u32::MAX - L + 1, 110).layout().unwrap();
+    assert_eq!(l.first_id(l.slots - 1), Some(u32::MAX - L + 1));
+    assert_eq!(l.first_id(l.slots), None);
 }
 
 #[test]

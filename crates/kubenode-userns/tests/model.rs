@@ -82,7 +82,7 @@ proptest! {
                     m = open();
                 }
             }
-            let got: BTreeMap<String, u32> = m.allocations().into_iter().map(|a| (a.pod, a.host_id)).collect();
+            let got: BTreeMap<String, u32> = m.allocations().into_iter().map(|a| (a.pod.into_string().unwrap(), a.host_id)).collect();
             prop_assert_eq!(&got, &model);
             prop_assert_eq!(m.used_slots(), model.len());
             for i in 0..10u8 {

@@ -35,6 +35,20 @@ fn impossible_mappings_are_refused() {
     assert!(verify_mapping(65536, 0).is_err());
 }
 
+#[test]
+fn container_root_on_host_system_ids_is_never_ok() {
+    // What a wrapped slot ID gave: `0 0 65536`, root inside is root outside.
+    for host in [0u32, 1000, 65535] {
+        let e = verify_mapping(host, 65536).expect_err("must not report ok");
+        assert_eq!(e.kind(), kubenode_userns::ErrorKind::Config, "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("host ID {host}, below 65536")),
+            "{e}"
+        );
+    }
+}
+
 const HELPER_ENV: &str = "KUBENODE_USERNS_VERIFY_HELPER";
 
 /// Runs only in the re-executed helper: holds the pods-directory lock and verifies in a loop
