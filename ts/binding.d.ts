@@ -319,6 +319,9 @@ export interface SysctlApplyOutcome {
   error?: SysctlTaskError
 }
 
+/** Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`). */
+export declare function sysctlBaselineAllowlist(policyVersion: string): Array<string>
+
 export interface SysctlFieldError {
   /** `FieldValueRequired`, `FieldValueInvalid` or `FieldValueDuplicate`. */
   type: string
@@ -379,8 +382,11 @@ export interface SysctlRejections {
   messages: Array<string>
 }
 
-/** The safe list for `kernel`, or for the running kernel (`/proc/sys/kernel/osrelease`). */
-export declare function sysctlSafeAllowlist(kernel?: string | undefined | null): SysctlSafeList
+/**
+ * The safe list of a Kubernetes release (default: the newest kubenode knows) for `kernel`, or
+ * for the running kernel (`/proc/sys/kernel/osrelease`).
+ */
+export declare function sysctlSafeAllowlist(kernel?: string | undefined | null, kubernetesVersion?: string | undefined | null): SysctlSafeList
 
 export interface SysctlSafeList {
   names: Array<string>
@@ -391,6 +397,8 @@ export interface SysctlSafeList {
    * ungated rows).
    */
   kernelError?: string
+  /** The Kubernetes release whose list this is (`v1.<minor>`). */
+  kubernetesVersion: string
 }
 
 export interface SysctlSafeRow {

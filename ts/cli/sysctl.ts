@@ -41,6 +41,13 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+interface AdmitOptions {
+  output?: string;
+  allowedUnsafeSysctls: string;
+  kernel?: string;
+  kubernetesVersion?: string;
+}
+
 export function registerSysctl(program: Command): void {
   addOutputOption(
     program
@@ -54,8 +61,12 @@ export function registerSysctl(program: Command): void {
         'comma-separated unsafe sysctls or patterns (ending in *)',
         '',
       )
-      .option('--kernel <version>', 'kernel version for the safe list (default: running kernel)'),
-  ).action(async (file: string, opts: { output?: string; allowedUnsafeSysctls: string; kernel?: string }) => {
+      .option('--kernel <version>', 'kernel version for the safe list (default: running kernel)')
+      .option(
+        '--kubernetes-version <version>',
+        'Kubernetes release of the kubelet whose safe list applies, e.g. v1.36 (default: v1.37, the newest known)',
+      ),
+  ).action(async (file: string, opts: AdmitOptions) => {
     const format = outputFormat(opts);
     let chain: PodAdmitChain;
     try {
@@ -63,6 +74,7 @@ export function registerSysctl(program: Command): void {
         allowlistFromKubeletConfig({
           allowedUnsafeSysctls: opts.allowedUnsafeSysctls,
           kernelVersion: opts.kernel,
+          kubernetesVersion: opts.kubernetesVersion,
         }),
       ]);
     } catch (e) {
@@ -87,14 +99,20 @@ export function registerSysctl(program: Command): void {
     sysctl
       .command('safe-list')
       .description('safe sysctls for a kernel (default: the running kernel)')
-      .option('--kernel <version>', 'kernel version, e.g. 4.15 or 5.15.0-75-generic'),
-  ).action((opts: { output?: string; kernel?: string }) => {
+      .option('--kernel <version>', 'kernel version, e.g. 4.15 or 5.15.0-75-generic')
+      .option(
+        '--kubernetes-version <version>',
+        'Kubernetes release of the kubelet whose safe list applies, e.g. v1.36 (default: v1.37, the newest known)',
+      ),
+  ).action((opts: { output?: string; kernel?: string; kubernetesVersion?: string }) => {
     const format = outputFormat(opts);
     let list: ReturnType<typeof safeSysctlList>;
     try {
-      list = safeSysctlList(opts.kernel);
+      list = safeSysctlList(opts.kernel, { kubernetesVersion: opts.kubernetesVersion });
     } catch (e) {
-      fail(`--kernel: ${(e as Error).message}`);
+      const flag =
+        e instanceof Error && /Kubernetes version/.test(e.message) ? '--kubernetes-version' : '--kernel';
+      fail(`${flag}: ${(e as Error).message}`);
     }
     if (format === 'json') {
       printJson({ ...list, table: safeSysctlTable() });

@@ -11,12 +11,17 @@ import {
   type V1EndpointSlice,
   type V1Service,
 } from '@kubernetes/client-node';
+import { withUserAgent } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import type { IPFamily } from './tables.js';
 import { observeList, type WatchBackoff, WatchSupervisor } from './watch.js';
+
+/** User agent of every request the reconciler makes. */
+export const USER_AGENT = 'kubenode-conntrack-reconciler';
 
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
@@ -36,7 +41,15 @@ export interface ReconcilerOptions {
    * resource). An exception it throws is dropped.
    */
   onError?: (err: unknown, context?: { resource: string }) => void;
+  /**
+   * This node's name: a failed cleanup pass is then also a Warning Event (reason
+   * `ConntrackCleanupFailed`) about the Node, correlated like client-go's recorder. No Events
+   * without it.
+   */
+  nodeName?: string;
 }
+
+export const REASON_CLEANUP_FAILED = 'ConntrackCleanupFailed';
 
 /**
  * Upstream's `ConntrackCleanupRequired`: true when, since the last sync, the endpoints of a
@@ -77,6 +90,7 @@ function serviceKey(slice: V1EndpointSlice): string | undefined {
 export class StaleFlowReconciler {
   readonly #kc: KubeConfig;
   readonly #opts: ReconcilerOptions;
+  #events: EventRecorder | undefined;
   readonly #families: IPFamily[];
   #services?: Informer<V1Service> & ObjectCache<V1Service>;
   #slices?: Informer<V1EndpointSlice> & ObjectCache<V1EndpointSlice>;
@@ -95,7 +109,7 @@ export class StaleFlowReconciler {
   syncs = 0;
 
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
-    this.#kc = kubeConfig;
+    this.#kc = withUserAgent(kubeConfig, USER_AGENT);
     this.#opts = options;
     this.#families = options.families ?? ['IPv4', 'IPv6'];
     for (const f of this.#families) this.#gates.set(f, new CleanupGate());
@@ -172,6 +186,21 @@ export class StaleFlowReconciler {
     return this.#watches.reduce((n, w) => n + w.restarts, 0);
   }
 
+  /** A Warning Event about this Node (kube-proxy's node reference: the name doubles as UID). */
+  #cleanupFailed(family: IPFamily, err: unknown): void {
+    const node = this.#opts.nodeName;
+    if (!node) return;
+    this.#events ??= new EventRecorder({
+      core: this.#kc.makeApiClient(CoreV1Api),
+      source: { component: USER_AGENT, host: node },
+      fieldManager: USER_AGENT,
+      // Event write failures reach onError like any other failure.
+      log: { info() {}, error: (msg, e) => this.#report(e instanceof Error ? e : new Error(msg)) },
+    });
+    const message = `${family} conntrack cleanup failed: ${err instanceof Error ? err.message : String(err)}`;
+    void this.#events.warning({ kind: 'Node', name: node, uid: node }, REASON_CLEANUP_FAILED, message);
+  }
+
   /** Hands an error to `onError`; the callback's own exception must not take the process down. */
   #report(err: unknown, context?: { resource: string }): void {
     if (this.#stopped) return;
@@ -238,6 +267,9 @@ export class StaleFlowReconciler {
         const r = await cleanStaleEntries(ct, family, entries, endpointsTable(slices, family), {
           dryRun: this.#opts.dryRun ?? false,
           ...(this.#opts.metrics !== undefined ? { metrics: this.#opts.metrics } : {}),
+        }).catch((e: unknown) => {
+          this.#cleanupFailed(family, e);
+          throw e;
         });
         this.syncs++;
         this.#opts.onSync?.(family, r);
@@ -252,10 +284,12 @@ export class StaleFlowReconciler {
     while (this.#timer || this.#syncing) {
       await (this.#syncing ?? new Promise((r) => setTimeout(r, 20)));
     }
+    await this.#events?.flush();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#events?.shutdown();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#syncing;

@@ -15,8 +15,9 @@ import {
 import { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
+import { withUserAgent } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
 import { CIDRIndex } from './cidr.js';
-import { EventRecorder } from './events.js';
 import { attachHandlers } from './index-sync.js';
 import { ResilientInformer } from './informer.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
@@ -26,6 +27,8 @@ import type { RateLimiter } from './ratelimit.js';
 import { RateLimitingQueue } from './workqueue.js';
 
 export const CONTROLLER_NAME = 'service-cidr-controller';
+/** User agent and field manager of every write but the status apply (which is upstream's). */
+export const FIELD_MANAGER = 'kubenode-servicecidr-controller';
 export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
 export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
 export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
@@ -115,7 +118,7 @@ export class ServiceCIDRController {
     if (!o || typeof o.kubeConfig?.makeApiClient !== 'function') {
       throw new KubenodeTypeError('kubeConfig must be a KubeConfig');
     }
-    this.#kc = o.kubeConfig;
+    this.#kc = withUserAgent(o.kubeConfig, FIELD_MANAGER);
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
@@ -124,10 +127,18 @@ export class ServiceCIDRController {
     this.#metrics = new WorkqueueMetrics(this.registry);
     this.#rateLimiter = o.rateLimiter;
     this.#api = this.#kc.makeApiClient(NetworkingV1Api);
-    this.#events = new EventRecorder(this.#kc.makeApiClient(CoreV1Api), CONTROLLER_NAME, this.#log);
+    this.#events = new EventRecorder({
+      core: this.#kc.makeApiClient(CoreV1Api),
+      source: { component: CONTROLLER_NAME },
+      fieldManager: FIELD_MANAGER,
+      log: this.#log,
+    });
     if (o.leaderElection) {
       const opts = o.leaderElection === true ? {} : o.leaderElection;
-      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, opts);
+      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, {
+        fieldManager: FIELD_MANAGER,
+        ...opts,
+      });
     }
   }
 
@@ -310,12 +321,20 @@ export class ServiceCIDRController {
         ServiceCIDR: name,
         error: describeError(e),
       });
-      await this.#events.warning(
-        cidr,
-        'KubernetesServiceCIDRError',
-        'The ServiceCIDR Status can not be set to Ready=True',
-        signal,
-      );
+      // Not awaited: the recorder writes in the background, as client-go's broadcaster does. A
+      // term that has ended records nothing more.
+      if (!signal.aborted)
+        void this.#events.warning(
+          {
+            apiVersion: 'networking.k8s.io/v1',
+            kind: 'ServiceCIDR',
+            name,
+            uid: cidr.metadata?.uid,
+            resourceVersion: cidr.metadata?.resourceVersion,
+          },
+          'KubernetesServiceCIDRError',
+          'The ServiceCIDR Status can not be set to Ready=True',
+        );
       throw e;
     }
   }
@@ -359,7 +378,7 @@ export class ServiceCIDRController {
     signal.throwIfAborted();
     try {
       await this.#api.patchServiceCIDR(
-        { name, body },
+        { name, body, fieldManager: FIELD_MANAGER },
         withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
       );
     } catch (e) {

@@ -26,6 +26,8 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
   /** Give the lease up on a clean stop so another instance takes over at once (default true). */
   releaseOnCancel?: boolean;
+  /** Field manager of the Lease writes (the controller passes its own). */
+  fieldManager?: string;
 }
 
 function statusCode(e: unknown): number | undefined {
@@ -54,6 +56,7 @@ export class LeaderElector {
   readonly #renewMs: number;
   readonly #retryMs: number;
   readonly #release: boolean;
+  readonly #fieldManager: string | undefined;
   #observed: string | undefined;
   #observedAt = 0;
   #isLeader = false;
@@ -70,6 +73,7 @@ export class LeaderElector {
     this.#renewMs = o.renewDeadlineMs ?? 10_000;
     this.#retryMs = o.retryPeriodMs ?? 2_000;
     this.#release = o.releaseOnCancel ?? true;
+    this.#fieldManager = o.fieldManager;
     if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
       throw new KubenodeRangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
     }
@@ -166,6 +170,7 @@ export class LeaderElector {
         await this.api.createNamespacedLease(
           {
             namespace: this.namespace,
+            fieldManager: this.#fieldManager,
             body: {
               metadata: { name: this.name, namespace: this.namespace },
               spec: {
@@ -205,7 +210,7 @@ export class LeaderElector {
     };
     try {
       const updated = await this.api.replaceNamespacedLease(
-        { name: this.name, namespace: this.namespace, body: lease },
+        { name: this.name, namespace: this.namespace, body: lease, fieldManager: this.#fieldManager },
         opts,
       );
       const s = updated.spec ?? {};
@@ -238,7 +243,7 @@ export class LeaderElector {
         acquireTime: now,
       };
       await this.api.replaceNamespacedLease(
-        { name: this.name, namespace: this.namespace, body: lease },
+        { name: this.name, namespace: this.namespace, body: lease, fieldManager: this.#fieldManager },
         opts,
       );
       this.log.info(0, 'released leader lease', { lease: `${this.namespace}/${this.name}` });
