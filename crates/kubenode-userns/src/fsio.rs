@@ -216,12 +216,12 @@ pub fn lock_pods_dir(pods_dir: &Path) -> Result<DirLock> {
             ))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // One level only: the kubelet root above it is not ours to create.
-            fs::DirBuilder::new()
-                .mode(0o750)
-                .create(pods_dir)
-                .or_else(|e| if pods_dir.is_dir() { Ok(()) } else { Err(e) })
-                .map_err(|e| Error::io("mkdir", pods_dir, &e))?;
+            // The kubelet creates its pods directory before the manager starts; a missing one is
+            // a wrong path, and creating it would leave a lock file where no kubelet looks.
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("pods directory {} does not exist", pods_dir.display()),
+            ));
         }
         Err(e) => return Err(Error::io("stat", pods_dir, &e)),
     }
