@@ -4,7 +4,6 @@ export { type CleanOptions, type CleanResult, cleanStaleEntries } from './clean.
 export {
   Conntrack,
   type DeleteResult,
-  type Faults,
   type Flow,
   type FlowTuple,
   type ListOptions,
@@ -29,7 +28,7 @@ export {
 export { CleanupGate, type ReconcilerOptions, StaleFlowReconciler } from './reconciler.js';
 export {
   type ApplyOptions,
-  applySysctls,
+  applyConntrackSysctls,
   CONNTRACK_MAX_LIMIT,
   type ConntrackConfig,
   ConntrackSysctlError,
