@@ -2,18 +2,10 @@
 // protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
 // finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
 // grace period, so allocators have seen the deletion before the range disappears.
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  NetworkingV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1IPAddress,
-  type V1ServiceCIDR,
-} from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
+import type { KubeConfig, NetworkingV1Api, V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
+import { clientNode, promClient } from '../peers.js';
 import { CIDRIndex } from './cidr.js';
 import { EventRecorder } from './events.js';
 import { attachHandlers } from './index-sync.js';
@@ -118,10 +110,11 @@ export class ServiceCIDRController {
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
-    this.registry = o.registry ?? new Registry();
+    this.registry = o.registry ?? new (promClient().Registry)();
     this.#log = o.logger ?? klogLogger(0);
     this.#metrics = new WorkqueueMetrics(this.registry);
     this.#rateLimiter = o.rateLimiter;
+    const { CoordinationV1Api, CoreV1Api, NetworkingV1Api } = clientNode();
     this.#api = this.#kc.makeApiClient(NetworkingV1Api);
     this.#events = new EventRecorder(this.#kc.makeApiClient(CoreV1Api), CONTROLLER_NAME, this.#log);
     if (o.leaderElection) {
@@ -332,10 +325,7 @@ export class ServiceCIDRController {
         ? { metadata: { finalizers: [SERVICE_CIDR_PROTECTION_FINALIZER] } }
         : { metadata: { '$deleteFromPrimitiveList/finalizers': [SERVICE_CIDR_PROTECTION_FINALIZER] } };
     try {
-      await this.#api.patchServiceCIDR(
-        { name, body },
-        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-      );
+      await this.#api.patchServiceCIDR({ name, body }, patchHeader('StrategicMergePatch'));
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
     }
@@ -374,7 +364,13 @@ export class ServiceCIDRController {
           status: { conditions: [{ ...c, lastTransitionTime: new Date() }] },
         },
       },
-      setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
+      patchHeader('ServerSideApply'),
     );
   }
+}
+
+/** The Content-Type option of a patch request (client-node loads on first use). */
+function patchHeader(strategy: 'StrategicMergePatch' | 'ServerSideApply') {
+  const { PatchStrategy, setHeaderOptions } = clientNode();
+  return setHeaderOptions('Content-Type', PatchStrategy[strategy]);
 }
