@@ -44,17 +44,17 @@ export class KubenodeError extends Error {
     this.code = code;
     brand(this);
   }
-
-  /** True for every kubenode error, including the TypeError/RangeError kinds. */
-  static override [Symbol.hasInstance](v: unknown): boolean {
-    // Subclasses (`class X extends KubenodeError`) keep the ordinary prototype check: `this` is
-    // the class `instanceof` was asked about, which is not always KubenodeError.
-    // biome-ignore lint/complexity/noThisInStatic: the receiver is the class being tested.
-    const cls = this;
-    if (cls !== KubenodeError) return Function.prototype[Symbol.hasInstance].call(cls, v);
-    return typeof v === 'object' && v !== null && (v as { [BRAND]?: boolean })[BRAND] === true;
-  }
 }
+
+// `x instanceof KubenodeError` is true for every kubenode error, the TypeError/RangeError kinds
+// included; subclasses (`class X extends KubenodeError`) keep the ordinary prototype check, so
+// the receiver (the class `instanceof` was asked about) decides.
+Object.defineProperty(KubenodeError, Symbol.hasInstance, {
+  value: function hasInstance(this: unknown, v: unknown): boolean {
+    if (this !== KubenodeError) return Function.prototype[Symbol.hasInstance].call(this, v);
+    return typeof v === 'object' && v !== null && (v as { [BRAND]?: boolean })[BRAND] === true;
+  },
+});
 
 /** A value of the wrong type or shape (not a number, not an integer, malformed text). */
 export class KubenodeTypeError extends TypeError {
