@@ -17,7 +17,14 @@ export {
   ConntrackPermissionError,
   ConntrackUnavailableError,
 } from './errors.js';
-export { endpointsTable, serviceEntries, servicePortName, sliceEntries, udpPortKeys } from './k8s.js';
+export {
+  endpointsTable,
+  type SlicePort,
+  serviceEntries,
+  servicePortName,
+  sliceEntries,
+  udpPortKeys,
+} from './k8s.js';
 export {
   type ConntrackMetrics,
   conntrackMetrics,
@@ -39,3 +46,4 @@ export {
   type SysctlAction,
 } from './sysctls.js';
 export type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';
+export type { WatchBackoff } from './watch.js';
