@@ -1,6 +1,6 @@
 // Import cost of each entry point: time and RSS of a cold `import()` in a fresh Node process,
 // then of the first call into the subsystem (which loads the binary). Median of 10 processes.
-//   KUBENODE_IMPORTS_ROOT=/path/to/other/checkout npm run bench -- imports   (another tree's dist/)
+//   KUBENODE_IMPORTS_BASELINE=/path/to/other/checkout npm run bench -- imports   (before/after)
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -52,25 +52,53 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
 }
 
+function medians(samples: Sample[]): Record<keyof Sample, string> {
+  const med = (k: keyof Sample) => median(samples.map((s) => s[k])).toFixed(0);
+  return {
+    importMs: med('importMs'),
+    importRssMb: med('importRssMb'),
+    callMs: med('callMs'),
+    callRssMb: med('callRssMb'),
+  };
+}
+
 export async function run(ctx: BenchContext): Promise<string> {
-  const root = process.env.KUBENODE_IMPORTS_ROOT ?? repoRoot;
+  // With a baseline tree, its processes alternate with this tree's, so both see the same load.
+  const baseline = process.env.KUBENODE_IMPORTS_BASELINE;
   const runs = ctx.quick ? 2 : 10;
-  const rows = [
-    '| entry point | import (ms) | RSS after import (MB) | import + first call (ms) | RSS after the call (MB) |',
-    '|---|---:|---:|---:|---:|',
-  ];
+  const rows = baseline
+    ? [
+        '| entry point | import (ms), baseline → now | RSS after import (MB), baseline → now | import + first call (ms), baseline → now | RSS after the call (MB), baseline → now |',
+        '|---|---:|---:|---:|---:|',
+      ]
+    : [
+        '| entry point | import (ms) | RSS after import (MB) | import + first call (ms) | RSS after the call (MB) |',
+        '|---|---:|---:|---:|---:|',
+      ];
   for (const e of ENTRIES) {
-    const url = pathToFileURL(join(root, 'dist', e.file)).href;
+    const url = pathToFileURL(join(repoRoot, 'dist', e.file)).href;
+    const baseUrl = baseline ? pathToFileURL(join(baseline, 'dist', e.file)).href : null;
     once(url, e.call); // warms the page cache: "cold" is a fresh process, not a cold disk
-    const samples = Array.from({ length: runs }, () => once(url, e.call));
-    const med = (k: keyof Sample) => median(samples.map((s) => s[k])).toFixed(0);
-    rows.push(
-      `| \`${e.name}\` | ${med('importMs')} | ${med('importRssMb')} | ${med('callMs')} | ${med('callRssMb')} |`,
-    );
-    ctx.log(`${e.name}: ${rows.at(-1)}`);
+    if (baseUrl) once(baseUrl, e.call);
+    const now: Sample[] = [];
+    const before: Sample[] = [];
+    for (let i = 0; i < runs; i++) {
+      if (baseUrl) before.push(once(baseUrl, e.call));
+      now.push(once(url, e.call));
+    }
+    const n = medians(now);
+    if (baseUrl) {
+      const b = medians(before);
+      rows.push(
+        `| \`${e.name}\` | ${b.importMs} → ${n.importMs} | ${b.importRssMb} → ${n.importRssMb} | ${b.callMs} → ${n.callMs} | ${b.callRssMb} → ${n.callRssMb} |`,
+      );
+    } else {
+      rows.push(`| \`${e.name}\` | ${n.importMs} | ${n.importRssMb} | ${n.callMs} | ${n.callRssMb} |`);
+    }
+    ctx.log(rows.at(-1) ?? '');
   }
   return [
-    `Median of ${runs} fresh \`node\` processes per entry point (after one warm-up process), each timing \`await import()\` of the entry point's file in \`dist/\` and then one call into the subsystem, which loads the native binary; RSS is \`process.memoryUsage.rss()\` at each point. Targets for \`kubenode/sysctl\`, \`kubenode/userns\` and \`kubenode/bitmap\`: ≤ 60 ms and ≤ 60 MB.`,
+    `Median of ${runs} fresh \`node\` processes per entry point (after one warm-up process), each timing \`await import()\` of the entry point's file in \`dist/\` and then one call into the subsystem (the call loads the native binary); RSS is \`process.memoryUsage.rss()\` at each point.${baseline ? ' "Baseline" is another checkout (`KUBENODE_IMPORTS_BASELINE=<its root>`, with its own `dist/`), measured in alternation with this one; before subpath exports its entry points were importable only by file path, which is what is measured for both.' : ''} Targets for \`kubenode/sysctl\`, \`kubenode/userns\` and \`kubenode/bitmap\`: ≤ 60 ms and ≤ 60 MB.`,
     '',
     ...rows,
   ].join('\n');
