@@ -46,6 +46,9 @@ npm install --silent --no-audit --no-fund --prefer-offline "$work/$tarball" "@ty
 # skipLibCheck: false).
 node "$tsc" -p tsconfig.core.json
 echo "check-tarball: strict consumer of sysctl/userns/bitmap/admission type-checks without the peers"
+./node_modules/.bin/kubenode doctor -o json >/dev/null
+node -e "require('kubenode/sysctl').isValidSysctlName('net.ipv4.ip_forward')"
+echo "check-tarball: the CLI and the sysctl subsystem run without the peers"
 # The peers are the consumer's own (@types/ws: client-node's declarations import 'ws').
 npm install --silent --no-audit --no-fund --prefer-offline "@kubernetes/client-node@^1" prom-client @types/ws
 

@@ -1,9 +1,9 @@
 // `kubenode conntrack list|clean|reconcile`.
 import { readFile } from 'node:fs/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import YAML from 'yaml';
 import { conntrack } from '../index.js';
+import { clientNode } from '../peers.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
 
 function family(v: string | undefined): conntrack.IPFamily {
@@ -183,7 +183,7 @@ export function registerConntrack(program: Command): void {
           process.once('SIGINT', done);
           process.once('SIGTERM', done);
         });
-        const kc = new KubeConfig();
+        const kc = new (clientNode().KubeConfig)();
         kc.loadFromFile(o.kubeconfig);
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];

@@ -1,8 +1,9 @@
 // `kubenode servicecidr-controller`: runs the ServiceCIDRs controller until SIGTERM/SIGINT.
 import { createServer, type Server } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { clientNode, promClient } from '../peers.js';
 import { klogLogger, ServiceCIDRController } from '../servicecidr/index.js';
 import { CliExit } from './output.js';
 
@@ -22,7 +23,7 @@ function fail(msg: string): never {
 }
 
 function loadKubeConfig(file: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   try {
     if (file) kc.loadFromFile(file);
     else kc.loadFromDefault();
@@ -87,7 +88,7 @@ export function registerServicecidr(program: Command): void {
       const v = Number(opts.v);
       if (!Number.isInteger(v) || v < 0) fail(`-v must be a non-negative integer, got ${opts.v}`);
       const kubeConfig = loadKubeConfig(opts.kubeconfig);
-      const registry = new Registry();
+      const registry = new (promClient().Registry)();
       const logger = klogLogger(v);
       const controller = new ServiceCIDRController({
         kubeConfig,
