@@ -3,6 +3,7 @@
 // kernel errnos, in the crate's unit tests (crates/kubenode-conntrack/src/error.rs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conntrackError } from '../../ts/conntrack/errors.js';
+import { createEntries, injectFaults } from '../../ts/conntrack/testing.js';
 import { conntrack, KubenodeError, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
 
 const outcome = (code: string, message: string) => ({ code, message });
@@ -54,9 +55,14 @@ describe('conntrackError', () => {
       code: 'ERR_KUBENODE_PERMISSION',
     });
     expect(conntrackError(thrown)).toBeInstanceOf(conntrack.ConntrackPermissionError);
-    // Something that is not a binding error passes through unchanged.
+    // An error without a kubenode code (a napi status) is still a KubenodeError, keeping the cause.
     const plain = new Error('unrelated');
-    expect(conntrackError(plain)).toBe(plain);
+    expect(conntrackError(plain)).toMatchObject({
+      code: 'ERR_KUBENODE_INTERNAL',
+      message: 'unrelated',
+      cause: plain,
+    });
+    expect(conntrackError(plain)).toBeInstanceOf(KubenodeError);
   });
 });
 
@@ -80,7 +86,7 @@ describe('typed errors through the public API (checked before any netlink work)'
   it('family mismatches are ConntrackFamilyError (a KubenodeTypeError)', async () => {
     for (const p of [
       ct.delete('IPv6', [v4Flow]),
-      ct.createEntries('IPv6', [v4Flow]),
+      createEntries(ct, 'IPv6', [v4Flow]),
       ct.list('IPv6', { protocol: 'udp', dstIP: '10.96.0.10' }),
     ]) {
       const e = await p.then(
@@ -94,8 +100,8 @@ describe('typed errors through the public API (checked before any netlink work)'
   });
 
   it('non-array flows and a non-handle are type errors', async () => {
-    await expect(ct.createEntries('IPv4', {} as never)).rejects.toThrow(/flows must be an array/);
-    await expect(ct.createEntries('IPv4', {} as never)).rejects.toBeInstanceOf(KubenodeTypeError);
+    await expect(createEntries(ct, 'IPv4', {} as never)).rejects.toThrow(/flows must be an array/);
+    await expect(createEntries(ct, 'IPv4', {} as never)).rejects.toBeInstanceOf(KubenodeTypeError);
     const r = conntrack.cleanStaleEntries({} as never, 'IPv4', [], {}, { metrics: null });
     await expect(r).rejects.toBeInstanceOf(KubenodeTypeError);
     await expect(conntrack.cleanStaleEntries({} as never, 'IPv4', [], {}, { metrics: null })).rejects.toThrow(
@@ -114,7 +120,7 @@ describe('typed errors through the public API (checked before any netlink work)'
     expect(e).toBeInstanceOf(conntrack.ConntrackClosedError);
     expect(e).toBeInstanceOf(KubenodeError);
     expect(e).not.toBeInstanceOf(TypeError);
-    expect(() => c.injectFaults({})).toThrow(conntrack.ConntrackClosedError);
+    expect(() => injectFaults(c, {})).toThrow(conntrack.ConntrackClosedError);
     await expect(conntrack.cleanStaleEntries(c, 'IPv4', [], {}, { metrics: null })).rejects.toBeInstanceOf(
       conntrack.ConntrackClosedError,
     );

@@ -1,10 +1,10 @@
 // `kubenode conntrack list|clean|reconcile`.
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { Registry } from 'prom-client';
 import YAML from 'yaml';
 import { conntrack } from '../index.js';
 import { loadKubeConfig } from '../kube/config.js';
+import { promClient } from '../peers.js';
 import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
 
@@ -205,7 +205,7 @@ export function registerConntrack(program: Command): void {
           // The API server is reached from this process's namespace; only the conntrack socket
           // lives in --netns.
           const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
-          const registry = new Registry();
+          const registry = new (promClient().Registry)();
           const r = new conntrack.StaleFlowReconciler(kc, {
             families,
             ...(handle ? { conntrack: handle } : {}),

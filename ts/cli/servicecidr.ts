@@ -1,7 +1,7 @@
 // `kubenode servicecidr-controller`: runs the ServiceCIDRs controller until SIGTERM/SIGINT.
 import type { Command } from 'commander';
-import { Registry } from 'prom-client';
 import { loadKubeConfig } from '../kube/config.js';
+import { promClient } from '../peers.js';
 import { ServiceCIDRController } from '../servicecidr/index.js';
 import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
 import { CliExit } from './output.js';
@@ -42,7 +42,7 @@ export function registerServicecidr(program: Command): void {
         fail((e as Error).message);
       }
       const kubeConfig = loaded.kubeConfig;
-      const registry = new Registry();
+      const registry = new (promClient().Registry)();
       const logger = daemonLogger('servicecidr-controller', opts, v);
       logger.info(1, 'Using cluster configuration', { source: loaded.source, origin: loaded.origin });
       const controller = new ServiceCIDRController({

@@ -65,14 +65,6 @@ export interface Progress {
   deleted: number;
 }
 
-/** Fault injection for tests of the recovery paths (see the crate's `Faults`). */
-export interface Faults {
-  recvEintr?: number;
-  recvEnobufs?: number;
-  dumpIntr?: number;
-  trunc?: number;
-}
-
 const PROTOCOLS: Record<string, number> = { udp: 17, tcp: 6, sctp: 132 };
 
 export function protocolNumber(p: ListOptions['protocol']): number | undefined {
@@ -86,7 +78,7 @@ export function protocolNumber(p: ListOptions['protocol']): number | undefined {
 
 type NativeFlow = Parameters<NativeConntrack['delete']>[1][number];
 
-function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
+export function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
   if (typeof f !== 'object' || f === null) throw new KubenodeTypeError(`flows[${i}] must be an object`);
   const tuple = (dir: 'forward' | 'reverse') => {
     const t = f[dir];
@@ -121,14 +113,27 @@ function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
 
 type NativeOutcome = { error?: { code: string; message: string } | null };
 
-function check<T extends NativeOutcome>(o: T): T {
+export function check<T extends NativeOutcome>(o: T): T {
   if (o.error) throw conntrackError(o.error);
   return o;
 }
 
+/**
+ * The raw handle of an open `Conntrack` (throws ConntrackClosedError once closed). Internal:
+ * `cleanStaleEntries` and the test hooks in `testing.ts` use it; the package does not export it.
+ */
+export let handleOf: (ct: Conntrack) => NativeConntrack;
+
 export class Conntrack {
   readonly #n: NativeConntrack;
   #closed = false;
+
+  static {
+    handleOf = (ct) => {
+      if (ct.#closed) throw new ConntrackClosedError();
+      return ct.#n;
+    };
+  }
 
   private constructor(n: NativeConntrack) {
     this.#n = n;
@@ -149,12 +154,6 @@ export class Conntrack {
     return new Conntrack(o.handle);
   }
 
-  /** The raw handle, for `cleanStaleEntries`. */
-  get native(): NativeConntrack {
-    if (this.#closed) throw new ConntrackClosedError();
-    return this.#n;
-  }
-
   async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
     assertFamily(family);
     const protocol = protocolNumber(options.protocol);
@@ -164,7 +163,7 @@ export class Conntrack {
     if (options.dstPort !== undefined) assertPort('dstPort', options.dstPort);
     let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
     try {
-      task = this.native.list(family, { protocol, dstIp: options.dstIP, dstPort: options.dstPort });
+      task = handleOf(this).list(family, { protocol, dstIp: options.dstIP, dstPort: options.dstPort });
     } catch (e) {
       throw conntrackError(e);
     }
@@ -207,7 +206,7 @@ export class Conntrack {
     const nf = flows.map((f, i) => toNativeFlow(family, f, i));
     let task: ReturnType<NativeConntrack['delete']>;
     try {
-      task = this.native.delete(family, nf);
+      task = handleOf(this).delete(family, nf);
     } catch (e) {
       throw conntrackError(e);
     }
@@ -225,41 +224,9 @@ export class Conntrack {
     return (await this.delete(family, flows)).deleted;
   }
 
-  /** Creates entries (tests and benchmarks); returns how many the kernel accepted. */
-  async createEntries(
-    family: IPFamily,
-    flows: Flow[],
-  ): Promise<{ created: number; failed: number; firstError?: string }> {
-    assertFamily(family);
-    if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-    const nf = flows.map((f, i) => toNativeFlow(family, f, i));
-    let task: ReturnType<NativeConntrack['create']>;
-    try {
-      task = this.native.create(family, nf);
-    } catch (e) {
-      throw conntrackError(e);
-    }
-    const o = check(await task);
-    return {
-      created: o.ok,
-      failed: o.failed + o.notFound,
-      ...(o.firstError ? { firstError: o.firstError } : {}),
-    };
-  }
-
   /** Progress of a running cleanup pass on this handle. */
   progress(): Progress {
     return this.#n.progress() as Progress;
-  }
-
-  /** Throws a `KubenodeError` (ERR_KUBENODE_CONFLICT) while an operation runs on the handle. */
-  injectFaults(faults: Faults): void {
-    const n = this.native;
-    try {
-      n.injectFaults(faults);
-    } catch (e) {
-      throw conntrackError(e);
-    }
   }
 
   get closed(): boolean {

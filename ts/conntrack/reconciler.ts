@@ -1,18 +1,10 @@
 // StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
 // keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
 // (upstream's ConntrackCleanupRequired), per IP family.
-import {
-  CoreV1Api,
-  DiscoveryV1Api,
-  type Informer,
-  type KubeConfig,
-  makeInformer,
-  type ObjectCache,
-  type V1EndpointSlice,
-  type V1Service,
-} from '@kubernetes/client-node';
+import type { Informer, KubeConfig, ObjectCache, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
+import { clientNode } from '../peers.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
@@ -118,6 +110,7 @@ export class StaleFlowReconciler {
   async start(): Promise<void> {
     this.#ct = this.#opts.conntrack ?? (await Conntrack.open());
     this.#ownCt = this.#opts.conntrack === undefined;
+    const { CoreV1Api, DiscoveryV1Api, makeInformer } = clientNode();
     const core = this.#kc.makeApiClient(CoreV1Api);
     const disc = this.#kc.makeApiClient(DiscoveryV1Api);
     // Each informer's list success resets only its own backoff.
@@ -191,7 +184,7 @@ export class StaleFlowReconciler {
     const node = this.#opts.nodeName;
     if (!node) return;
     this.#events ??= new EventRecorder({
-      core: this.#kc.makeApiClient(CoreV1Api),
+      core: this.#kc.makeApiClient(clientNode().CoreV1Api),
       source: { component: USER_AGENT, host: node },
       fieldManager: USER_AGENT,
       // Event write failures reach onError like any other failure.

@@ -5,8 +5,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { delimiter, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { KubenodeError } from '../errors.js';
+import { clientNode } from '../peers.js';
 
 /** The service-account directory every pod gets (client-go's `rest.InClusterConfig`). */
 export const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -27,11 +28,11 @@ function configError(message: string, cause?: unknown): KubenodeError {
 }
 
 function fromFiles(files: string[], what: string): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   try {
     kc.loadFromFile(files[0] as string);
     for (const f of files.slice(1)) {
-      const more = new KubeConfig();
+      const more = new (clientNode().KubeConfig)();
       more.loadFromFile(f);
       kc.mergeConfig(more);
     }
@@ -81,7 +82,7 @@ export function inClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeConfi
   const namespaceFile = join(dir, 'namespace');
   const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : undefined;
   const server = `https://${isIPv6(host) ? `[${host}]` : host}:${port}`;
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   kc.loadFromOptions({
     clusters: [{ name: 'inCluster', server, caFile, skipTLSVerify: false }],
     users: [{ name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } }],

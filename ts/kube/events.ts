@@ -10,13 +10,8 @@
 // failures are logged, never thrown; network failures are retried like client-go (12 tries,
 // 10 s apart, the first delay randomised), on timers that never keep the process alive.
 import { hrtime } from 'node:process';
-import {
-  type CoreV1Api,
-  type CoreV1Event,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ObjectReference,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, CoreV1Event, V1ObjectReference } from '@kubernetes/client-node';
+import { clientNode } from '../peers.js';
 
 /** Milliseconds since the epoch; tests pass a fake. */
 export type Clock = () => number;
@@ -389,6 +384,7 @@ export class EventRecorder {
     try {
       let written: CoreV1Event | undefined;
       if ((event.count ?? 0) > 1 && patch) {
+        const { PatchStrategy, setHeaderOptions } = clientNode();
         try {
           written = await this.#o.core.patchNamespacedEvent(
             { name: event.metadata?.name ?? '', namespace, body: patch, fieldManager },

@@ -2,21 +2,13 @@
 // protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
 // finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
 // grace period, so allocators have seen the deletion before the range disappears.
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  NetworkingV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1IPAddress,
-  type V1ServiceCIDR,
-} from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
+import type { KubeConfig, NetworkingV1Api, V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
+import { clientNode, promClient } from '../peers.js';
 import { CIDRIndex } from './cidr.js';
 import { attachHandlers } from './index-sync.js';
 import { ResilientInformer } from './informer.js';
@@ -122,10 +114,11 @@ export class ServiceCIDRController {
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
-    this.registry = o.registry ?? new Registry();
+    this.registry = o.registry ?? new (promClient().Registry)();
     this.#log = o.logger ?? klogLogger(0);
     this.#metrics = new WorkqueueMetrics(this.registry);
     this.#rateLimiter = o.rateLimiter;
+    const { CoordinationV1Api, CoreV1Api, NetworkingV1Api } = clientNode();
     this.#api = this.#kc.makeApiClient(NetworkingV1Api);
     this.#events = new EventRecorder({
       core: this.#kc.makeApiClient(CoreV1Api),
@@ -379,7 +372,7 @@ export class ServiceCIDRController {
     try {
       await this.#api.patchServiceCIDR(
         { name, body, fieldManager: FIELD_MANAGER },
-        withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+        withSignal(signal, patchHeader('StrategicMergePatch')),
       );
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
@@ -420,7 +413,13 @@ export class ServiceCIDRController {
           status: { conditions: [{ ...c, lastTransitionTime: new Date() }] },
         },
       },
-      withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)),
+      withSignal(signal, patchHeader('ServerSideApply')),
     );
   }
+}
+
+/** The Content-Type option of a patch request (client-node loads on first use). */
+function patchHeader(strategy: 'StrategicMergePatch' | 'ServerSideApply') {
+  const { PatchStrategy, setHeaderOptions } = clientNode();
+  return setHeaderOptions('Content-Type', PatchStrategy[strategy]);
 }

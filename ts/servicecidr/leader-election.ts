@@ -8,9 +8,10 @@
 // where another candidate may take the lease.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { KubenodeRangeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
+import { clientNode } from '../peers.js';
 import type { Logger } from './logger.js';
 
 export interface LeaderElectionOptions {
@@ -153,7 +154,7 @@ export class LeaderElector {
 
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const opts = withSignal(signal);
-    const now = new V1MicroTime(Date.now());
+    const now = microTime(Date.now());
     const leaseSeconds = Math.max(1, Math.ceil(this.#leaseMs / 1000));
     let lease: V1Lease;
     try {
@@ -205,7 +206,7 @@ export class LeaderElector {
       holderIdentity: this.identity,
       leaseDurationSeconds: leaseSeconds,
       renewTime: now,
-      acquireTime: mine && spec.acquireTime ? new V1MicroTime(new Date(spec.acquireTime).getTime()) : now,
+      acquireTime: mine && spec.acquireTime ? microTime(new Date(spec.acquireTime).getTime()) : now,
       leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
@@ -234,7 +235,7 @@ export class LeaderElector {
     try {
       const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
       if (lease.spec?.holderIdentity !== this.identity) return;
-      const now = new V1MicroTime(Date.now());
+      const now = microTime(Date.now());
       lease.spec = {
         ...lease.spec,
         holderIdentity: '',
@@ -251,4 +252,9 @@ export class LeaderElector {
       this.log.error('Failed to release lock', e);
     }
   }
+}
+
+/** client-node's `V1MicroTime` (loaded with the client, not at import). */
+function microTime(ms: number): V1MicroTime {
+  return new (clientNode().V1MicroTime)(ms);
 }
