@@ -1,33 +1,38 @@
 // `kubenode conntrack list|clean|reconcile`.
-import { readFile } from 'node:fs/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { conntrack } from '../index.js';
-import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
+import { parseDocuments, readInput } from './input.js';
+import {
+  addOutputOption,
+  badInput,
+  err,
+  out,
+  outputFormat,
+  printJson,
+  terminalControl,
+  warn,
+} from './output.js';
 
 function family(v: string | undefined): conntrack.IPFamily {
   const f = (v ?? 'ipv4').toLowerCase();
   if (f === 'ipv4' || f === '4') return 'IPv4';
   if (f === 'ipv6' || f === '6') return 'IPv6';
-  process.stderr.write(`kubenode: unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)\n`);
-  throw new CliExit(2);
+  badInput(`unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)`);
 }
 
-async function readTable(path: string, what: string): Promise<unknown> {
-  let text: string;
+/** Reads a services or endpoints table file (one JSON/YAML document). */
+export async function readTable(path: string, what: string): Promise<unknown> {
+  const text = await readInput(path, `${what} file`);
+  let docs: unknown[] = [];
   try {
-    text = await readFile(path, 'utf8');
+    docs = parseDocuments(text);
   } catch (e) {
-    process.stderr.write(`kubenode: cannot read ${what} file ${path}: ${(e as Error).message}\n`);
-    throw new CliExit(2);
+    badInput(`${what} file ${path} is not valid JSON/YAML: ${(e as Error).message}`);
   }
-  try {
-    return YAML.parse(text);
-  } catch (e) {
-    process.stderr.write(`kubenode: ${what} file ${path} is not valid JSON/YAML: ${(e as Error).message}\n`);
-    throw new CliExit(2);
-  }
+  if (docs.length !== 1)
+    badInput(`${what} file ${path}: expected one JSON/YAML document, found ${docs.length}`);
+  return docs[0];
 }
 
 const PROTO_NAMES: Record<number, string> = { 6: 'tcp', 17: 'udp', 132: 'sctp', 1: 'icmp', 58: 'icmpv6' };
@@ -51,11 +56,12 @@ function progressBar(ct: conntrack.Conntrack): () => void {
       p.phase === 'listing'
         ? `listing… ${p.listed.toLocaleString()} entries`
         : `deleting ${p.stale.toLocaleString()} stale entries…`;
-    process.stderr.write(`\r\x1b[K${line}`);
+    terminalControl(`\r\x1b[K`);
+    err(line);
   }, 100);
   return () => {
     clearInterval(timer);
-    if (shown) process.stderr.write('\r\x1b[K');
+    if (shown) terminalControl('\r\x1b[K');
   };
 }
 
@@ -94,10 +100,8 @@ export function registerConntrack(program: Command): void {
         });
         if (fmt === 'json') printJson(r);
         else {
-          for (const f of r.flows) process.stdout.write(`${fmtFlow(f)}\n`);
-          process.stderr.write(
-            `kubenode: ${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}\n`,
-          );
+          for (const f of r.flows) out(`${fmtFlow(f)}\n`);
+          warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
         }
       } finally {
         handle.close();
@@ -141,7 +145,7 @@ export function registerConntrack(program: Command): void {
         if (fmt === 'json') printJson(r);
         else {
           const verb = o.dryRun ? 'would delete' : 'deleted';
-          process.stdout.write(
+          out(
             `listed ${r.listed}, stale ${r.stale}, ${verb} ${o.dryRun ? r.stale : r.deleted}` +
               `${r.notFound ? ` (${r.notFound} already gone)` : ''}${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}` +
               `${r.partial ? ' [partial listing]' : ''} in ${r.seconds.toFixed(3)}s\n`,
@@ -172,10 +176,9 @@ export function registerConntrack(program: Command): void {
       }) => {
         const period = Number(o.minSyncPeriod ?? 1000);
         if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
-          process.stderr.write(
-            `kubenode: --min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(o.minSyncPeriod)}\n`,
+          badInput(
+            `--min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(o.minSyncPeriod)}`,
           );
-          throw new CliExit(2);
         }
         // Installed before anything starts, so a signal during start-up is a clean stop too.
         const signalled = new Promise<void>((resolve) => {
@@ -196,10 +199,10 @@ export function registerConntrack(program: Command): void {
           dryRun: o.dryRun ?? false,
           minSyncPeriodMs: period,
           onSync: (fam, res) =>
-            process.stdout.write(
+            out(
               `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
             ),
-          onError: (e) => process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`),
+          onError: (e) => warn((e as Error).message ?? String(e)),
         });
         await Promise.race([r.start(), signalled]);
         await signalled;

@@ -4,7 +4,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { Registry } from 'prom-client';
 import { klogLogger, ServiceCIDRController } from '../servicecidr/index.js';
-import { CliExit } from './output.js';
+import { CliExit, err } from './output.js';
 
 interface Opts {
   kubeconfig?: string;
@@ -17,7 +17,7 @@ interface Opts {
 }
 
 function fail(msg: string): never {
-  process.stderr.write(`kubenode servicecidr-controller: ${msg}\n`);
+  err(`kubenode servicecidr-controller: ${msg}\n`);
   throw new CliExit(2);
 }
 
