@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import { type HealthServer, serveHealth } from '../kube/health.js';
 import { jsonLogger } from '../kube/log.js';
 import { klogLogger, type Logger } from '../servicecidr/logger.js';
-import { CliExit } from './output.js';
+import { CliExit, err } from './output.js';
 
 export interface DaemonFlags {
   healthAddr?: string;
@@ -23,7 +23,7 @@ export function addDaemonOptions(cmd: Command): Command {
 }
 
 function fail(command: string, msg: string): never {
-  process.stderr.write(`kubenode ${command}: ${msg}\n`);
+  err(`kubenode ${command}: ${msg}\n`);
   throw new CliExit(2);
 }
 

@@ -4,7 +4,7 @@ import { loadKubeConfig } from '../kube/config.js';
 import { promClient } from '../peers.js';
 import { ServiceCIDRController } from '../servicecidr/index.js';
 import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
-import { CliExit } from './output.js';
+import { CliExit, err } from './output.js';
 
 interface Opts extends DaemonFlags {
   kubeconfig?: string;
@@ -16,7 +16,7 @@ interface Opts extends DaemonFlags {
 }
 
 function fail(msg: string): never {
-  process.stderr.write(`kubenode servicecidr-controller: ${msg}\n`);
+  err(`kubenode servicecidr-controller: ${msg}\n`);
   throw new CliExit(2);
 }
 
