@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use crate::consts::IPPROTO_UDP;
 use crate::error::Result;
-use crate::flow::{Family, Flow};
+use crate::flow::{DumpFilter, Family, Flow};
 use crate::hash::{FxMap, FxSet};
 use crate::validate::check_family;
 
@@ -134,6 +134,14 @@ impl StaleMatcher {
     /// No UDP service with serving endpoints: nothing can be stale.
     pub fn is_empty(&self) -> bool {
         self.vip.is_empty() && self.node_port.is_empty()
+    }
+
+    /// The kernel-side filter for a pass: only flows [`is_stale`](Self::is_stale) can select.
+    pub fn dump_filter(&self) -> DumpFilter {
+        DumpFilter {
+            proto: Some(IPPROTO_UDP),
+            ..Default::default()
+        }
     }
 
     fn serves(&self, set: u32, backend: Option<Backend>) -> bool {
