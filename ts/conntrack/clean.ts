@@ -1,15 +1,14 @@
 // kube-proxy's CleanStaleEntries: the whole list → match → delete pass runs in Rust in one call;
-// only the validated service/endpoint tables cross the boundary.
+// only the service/endpoint tables cross the boundary, and Rust checks them.
 import { performance } from 'node:perf_hooks';
-import { describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeTypeError } from '../errors.js';
 import { Conntrack, handleOf } from './client.js';
 import { conntrackError } from './errors.js';
 import type { ConntrackMetrics } from './metrics.js';
 import {
-  assertFamily,
   type EndpointsTable,
-  forFamily,
   type IPFamily,
+  nativeServices,
   type ServiceEntry,
   validateTables,
 } from './tables.js';
@@ -56,11 +55,11 @@ export async function cleanStaleEntries(
   if (!(ct instanceof Conntrack)) {
     throw new KubenodeTypeError(`ct must be a Conntrack handle, got ${describe(ct)}`);
   }
-  assertFamily(family);
-  validateTables(family, services, endpoints);
+  assertString('family', family);
+  validateTables(services, endpoints);
   let task: ReturnType<ReturnType<typeof handleOf>['cleanStale']>;
   try {
-    task = handleOf(ct).cleanStale(family, forFamily(family, services), endpoints, options.dryRun ?? false);
+    task = handleOf(ct).cleanStale(family, nativeServices(services), endpoints, options.dryRun ?? false);
   } catch (e) {
     throw conntrackError(e);
   }

@@ -1,10 +1,10 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { assertInteger, describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
-import { ConntrackClosedError, ConntrackFamilyError, conntrackError } from './errors.js';
-import { assertFamily, assertPort, type IPFamily, ipFamilyOf } from './tables.js';
+import { ConntrackClosedError, conntrackError } from './errors.js';
+import { assertNumber, type IPFamily } from './tables.js';
 
 export interface FlowTuple {
   srcIP: string;
@@ -65,53 +65,40 @@ export interface Progress {
   deleted: number;
 }
 
-const PROTOCOLS: Record<string, number> = { udp: 17, tcp: 6, sctp: 132 };
-
-export function protocolNumber(p: ListOptions['protocol']): number | undefined {
-  if (p === undefined) return undefined;
-  if (typeof p === 'number') return assertInteger('protocol', p, 0, 255);
-  const n = typeof p === 'string' ? PROTOCOLS[p.toLowerCase()] : undefined;
-  if (n === undefined)
-    throw new KubenodeTypeError(`protocol must be udp, tcp, sctp or a number, got ${describe(p)}`);
-  return n;
-}
-
 type NativeFlow = Parameters<NativeConntrack['delete']>[1][number];
 
-export function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
+/** JS shape only; the binding checks integers and ranges, the core addresses and families. */
+export function toNativeFlow(f: Flow, i: number): NativeFlow {
   if (typeof f !== 'object' || f === null) throw new KubenodeTypeError(`flows[${i}] must be an object`);
   const tuple = (dir: 'forward' | 'reverse') => {
     const t = f[dir];
     if (typeof t !== 'object' || t === null)
       throw new KubenodeTypeError(`flows[${i}].${dir} must be an object`);
     for (const k of ['srcIP', 'dstIP'] as const) {
-      const fam = ipFamilyOf(`flows[${i}].${dir}.${k}`, t[k]);
-      if (fam !== family) {
-        throw new ConntrackFamilyError(
-          `flows[${i}].${dir}.${k}: ${t[k]} is not an ${family} address (family mismatch)`,
-        );
+      if (typeof t[k] !== 'string') {
+        throw new KubenodeTypeError(`flows[${i}].${dir}.${k}: invalid IP address ${describe(t[k])}`);
       }
     }
     return {
       srcIp: t.srcIP,
       dstIp: t.dstIP,
-      srcPort: assertPort(`flows[${i}].${dir}.srcPort`, t.srcPort),
-      dstPort: assertPort(`flows[${i}].${dir}.dstPort`, t.dstPort),
+      srcPort: assertNumber(`flows[${i}].${dir}.srcPort`, t.srcPort),
+      dstPort: assertNumber(`flows[${i}].${dir}.dstPort`, t.dstPort),
     };
   };
   return {
-    protocol: assertInteger(`flows[${i}].protocol`, f.protocol, 0, 255),
+    protocol: assertNumber(`flows[${i}].protocol`, f.protocol),
     forward: tuple('forward'),
     reverse: tuple('reverse'),
-    zone: assertInteger(`flows[${i}].zone`, f.zone ?? 0, 0, 65535),
-    id: f.id === undefined ? undefined : assertInteger(`flows[${i}].id`, f.id, 0, 0xffffffff),
-    mark: assertInteger(`flows[${i}].mark`, f.mark ?? 0, 0, 0xffffffff),
-    status: assertInteger(`flows[${i}].status`, f.status ?? 0, 0, 0xffffffff),
-    timeout: assertInteger(`flows[${i}].timeout`, f.timeout ?? 0, 0, 0xffffffff),
+    zone: assertNumber(`flows[${i}].zone`, f.zone ?? 0),
+    id: f.id === undefined ? undefined : assertNumber(`flows[${i}].id`, f.id),
+    mark: assertNumber(`flows[${i}].mark`, f.mark ?? 0),
+    status: assertNumber(`flows[${i}].status`, f.status ?? 0),
+    timeout: assertNumber(`flows[${i}].timeout`, f.timeout ?? 0),
   };
 }
 
-type NativeOutcome = { error?: { code: string; message: string } | null };
+type NativeOutcome = { error?: { code: string; kind: string; message: string } | null };
 
 export function check<T extends NativeOutcome>(o: T): T {
   if (o.error) throw conntrackError(o.error);
@@ -155,15 +142,16 @@ export class Conntrack {
   }
 
   async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
-    assertFamily(family);
-    const protocol = protocolNumber(options.protocol);
-    if (options.dstIP !== undefined && ipFamilyOf('dstIP', options.dstIP) !== family) {
-      throw new ConntrackFamilyError(`dstIP ${options.dstIP} is not an ${family} address (family mismatch)`);
+    assertString('family', family);
+    const { protocol, dstIP, dstPort } = options;
+    if (protocol !== undefined && typeof protocol !== 'string' && typeof protocol !== 'number') {
+      throw new KubenodeTypeError(`protocol must be udp, tcp, sctp or a number, got ${describe(protocol)}`);
     }
-    if (options.dstPort !== undefined) assertPort('dstPort', options.dstPort);
+    if (dstIP !== undefined) assertString('dstIP', dstIP);
+    if (dstPort !== undefined) assertNumber('dstPort', dstPort);
     let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
     try {
-      task = handleOf(this).list(family, { protocol, dstIp: options.dstIP, dstPort: options.dstPort });
+      task = handleOf(this).list(family, { protocol, dstIp: dstIP, dstPort });
     } catch (e) {
       throw conntrackError(e);
     }
@@ -201,9 +189,9 @@ export class Conntrack {
 
   /** Deletes flows by exact original tuple + zone (guarded by `id`), batched. */
   async delete(family: IPFamily, flows: Flow[]): Promise<DeleteResult> {
-    assertFamily(family);
+    assertString('family', family);
     if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-    const nf = flows.map((f, i) => toNativeFlow(family, f, i));
+    const nf = flows.map((f, i) => toNativeFlow(f, i));
     let task: ReturnType<NativeConntrack['delete']>;
     try {
       task = handleOf(this).delete(family, nf);

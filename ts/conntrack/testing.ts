@@ -1,10 +1,10 @@
 // Test and benchmark hooks on a Conntrack handle. Not part of the public API: the package's
 // entry points do not export this module; the repository's tests and benches import it directly.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeTypeError } from '../errors.js';
 import { type Conntrack, check, type Flow, handleOf, toNativeFlow } from './client.js';
 import { conntrackError } from './errors.js';
-import { assertFamily, type IPFamily } from './tables.js';
+import type { IPFamily } from './tables.js';
 
 /** Fault injection for tests of the recovery paths (see the crate's `Faults`). */
 export interface Faults {
@@ -20,9 +20,9 @@ export async function createEntries(
   family: IPFamily,
   flows: Flow[],
 ): Promise<{ created: number; failed: number; firstError?: string }> {
-  assertFamily(family);
+  assertString('family', family);
   if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-  const nf = flows.map((f, i) => toNativeFlow(family, f, i));
+  const nf = flows.map((f, i) => toNativeFlow(f, i));
   let task: ReturnType<NativeConntrack['create']>;
   try {
     task = handleOf(ct).create(family, nf);
@@ -39,10 +39,11 @@ export async function createEntries(
 
 /** Arms faults on the handle; throws a `KubenodeError` (ERR_KUBENODE_CONFLICT) while an operation runs. */
 export function injectFaults(ct: Conntrack, faults: Faults): void {
-  const n = handleOf(ct);
+  let e: ReturnType<NativeConntrack['injectFaults']>;
   try {
-    n.injectFaults(faults);
-  } catch (e) {
-    throw conntrackError(e);
+    e = handleOf(ct).injectFaults(faults);
+  } catch (thrown) {
+    throw conntrackError(thrown);
   }
+  if (e) throw conntrackError(e);
 }
