@@ -7,6 +7,7 @@ mod error;
 pub mod fsio;
 pub mod json;
 mod manager;
+mod shared;
 pub mod verify;
 
 pub use config::{Config, Layout};
@@ -16,4 +17,5 @@ pub use manager::{
     list_mappings, parse_file, read_pod_mapping, Allocation, ListedPod, Manager, Options,
     RestoreStats, RANGE_SPEC,
 };
+pub use shared::{not_open, OpenTicket, SharedManager};
 pub use verify::{verify_mapping, VerifyReport};

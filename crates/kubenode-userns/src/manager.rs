@@ -1,6 +1,6 @@
 //! The user-namespace manager: upstream `UsernsManager` (pkg/kubelet/userns) on the project's
-//! allocation bitmap. Methods take `&mut self`; the caller serialises access (the binding holds
-//! it in a mutex), matching upstream's single manager lock.
+//! allocation bitmap. Methods take `&mut self`; the caller serialises access (`SharedManager`
+//! holds it in a mutex), matching upstream's single manager lock.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};

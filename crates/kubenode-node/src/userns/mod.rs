@@ -1,0 +1,80 @@
+//! Binding for `kubenode-userns`: the boundary's objects (`types`), the conversions to and
+//! from the core (`convert`), the `UsernsCore` class (`manager`) and the async tasks
+//! (`tasks`). The free functions below are the module's other entry points.
+
+mod convert;
+mod manager;
+mod tasks;
+mod types;
+
+use kubenode_userns::{Config, UserNamespace};
+use napi::bindgen_prelude::AsyncTask;
+use napi_derive::napi;
+
+use crate::convert as numbers;
+use crate::errors::{err, Code, Result};
+use tasks::{ListTask, VerifyTarget, VerifyTask};
+use types::UsernsLayout;
+
+/// Upstream's configuration checks alone (no files): the slot layout or the error.
+#[napi]
+pub fn userns_layout(
+    ids_per_pod: u32,
+    first_id: u32,
+    length: u32,
+    max_pods: u32,
+) -> Result<UsernsLayout> {
+    let l = Config {
+        ids_per_pod,
+        first_id,
+        length,
+        max_pods,
+    }
+    .layout()
+    .map_err(|e| err(Code::InvalidArg, e))?;
+    Ok(l.into())
+}
+
+/// Kubelet config validation of `userNamespaces.idsPerPod`.
+#[napi]
+pub fn userns_validate_ids_per_pod(v: f64) -> Result<u32> {
+    let v = numbers::integer("idsPerPod", v)?;
+    kubenode_userns::config::validate_ids_per_pod(v).map_err(|e| err(Code::InvalidArg, e))
+}
+
+/// The exact bytes the kubelet writes for a range.
+#[napi]
+pub fn userns_encode_file(host_id: u32, length: u32) -> String {
+    kubenode_userns::json::encode(&UserNamespace::single(host_id, length))
+}
+
+/// Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text.
+#[napi]
+pub fn userns_parse_file(content: &[u8]) -> Result<Vec<u32>> {
+    let (_, h, l) = kubenode_userns::parse_file(content).map_err(|e| err(Code::Parse, e))?;
+    Ok(vec![h, l])
+}
+
+/// Reads every pod's `userns` file without locking or changing anything.
+#[napi(ts_return_type = "Promise<UsernsListOutcome>")]
+pub fn userns_list(pods_dir: String) -> AsyncTask<ListTask> {
+    AsyncTask::new(ListTask {
+        dir: pods_dir.into(),
+    })
+}
+
+/// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
+#[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
+pub fn userns_verify_mapping(host_id: u32, length: u32) -> AsyncTask<VerifyTask> {
+    AsyncTask::new(VerifyTask {
+        target: Some(VerifyTarget::Mapping(host_id, length)),
+    })
+}
+
+/// Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping.
+#[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
+pub fn userns_verify_pod(pods_dir: String, pod_uid: String) -> AsyncTask<VerifyTask> {
+    AsyncTask::new(VerifyTask {
+        target: Some(VerifyTarget::Pod(pods_dir.into(), pod_uid)),
+    })
+}

@@ -1,0 +1,94 @@
+//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the error kind
+//! and code, since a task can only reject with a plain status.
+
+use napi_derive::napi;
+
+#[napi(object)]
+pub struct UsernsConfig {
+    pub pods_dir: String,
+    pub ids_per_pod: u32,
+    pub first_id: u32,
+    pub length: u32,
+    pub max_pods: u32,
+    /// Seed of the bitmap's random scan (tests).
+    pub seed: Option<f64>,
+    /// Take the pods-directory lock (default true).
+    pub lock: Option<bool>,
+}
+
+#[napi(object)]
+pub struct UsernsTaskError {
+    /// `ERR_KUBENODE_*`.
+    pub code: String,
+    /// `config`, `parse`, `conflict`, `exhausted`, `locked`, `invalid-pod-uid`, `io`,
+    /// `permission` or `unsupported`.
+    pub kind: String,
+    pub message: String,
+}
+
+#[napi(object)]
+pub struct UsernsIdMapping {
+    pub host_id: u32,
+    pub container_id: u32,
+    pub length: u32,
+}
+
+#[napi(object)]
+pub struct UsernsOutcome {
+    pub uids: Vec<UsernsIdMapping>,
+    pub gids: Vec<UsernsIdMapping>,
+    pub restored: u32,
+    pub stale_temp_files_removed: u32,
+    pub error: Option<UsernsTaskError>,
+}
+
+#[napi(object)]
+pub struct UsernsAllocation {
+    pub pod: String,
+    pub host_id: u32,
+    pub length: u32,
+}
+
+#[napi(object)]
+pub struct UsernsLayout {
+    pub ids_per_pod: u32,
+    pub off: u32,
+    pub slots: u32,
+}
+
+#[napi(object)]
+pub struct UsernsListedPod {
+    pub pod: String,
+    pub host_id: Option<u32>,
+    pub length: Option<u32>,
+    pub error: Option<String>,
+}
+
+#[napi(object)]
+pub struct UsernsListOutcome {
+    pub pods: Vec<UsernsListedPod>,
+    pub error: Option<UsernsTaskError>,
+}
+
+#[napi(object)]
+pub struct UsernsVerifyReport {
+    pub pod: Option<String>,
+    pub host_id: u32,
+    pub length: u32,
+    pub pid: u32,
+    pub inside_uid: u32,
+    pub inside_gid: u32,
+    pub outside_uid: u32,
+    pub outside_gid: u32,
+    pub file_uid: u32,
+    pub file_gid: u32,
+    pub uid_map: String,
+    pub gid_map: String,
+    pub ok: bool,
+}
+
+#[napi(object)]
+pub struct UsernsVerifyOutcome {
+    pub report: Option<UsernsVerifyReport>,
+    pub error: Option<UsernsTaskError>,
+}
