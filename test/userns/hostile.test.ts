@@ -49,9 +49,11 @@ function fakeKubeletAccount(first: number, count: number): string {
 /** Every host ID a manager on `mappings` hands out to `pods` pods, or the error it refuses with. */
 async function handOut(mappings: { firstId: number; length: number }, pods: number, seed = 39) {
   let m: userns.UserNsManager;
+  const podsDir = path.join(tmp(), 'pods');
+  mkdirSync(podsDir);
   try {
     m = await userns.UserNsManager.create({
-      podsDir: path.join(tmp(), 'pods'),
+      podsDir,
       mappings,
       maxPods: pods,
       seed,
@@ -122,7 +124,9 @@ describe('user namespace pools past 2^32', () => {
     const saved = process.env.PATH;
     process.env.PATH = PATH;
     try {
-      await expect(userns.UserNsManager.create({ podsDir: path.join(tmp(), 'pods') })).rejects.toMatchObject({
+      const podsDir = path.join(tmp(), 'pods');
+      mkdirSync(podsDir);
+      await expect(userns.UserNsManager.create({ podsDir })).rejects.toMatchObject({
         kind: 'config',
         message: expect.stringContaining('go past the largest ID 4294967295'),
       });

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
-import { applyCliContract, CliExit, EXIT_USAGE, guardStreams, warn } from './output.js';
+import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
+import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
 import { registerUserns } from './userns.js';
@@ -47,6 +48,12 @@ export async function main(argv: string[]): Promise<number> {
       return ce.exitCode === 0 ? 0 : EXIT_USAGE;
     }
     warn((e as Error).message ?? String(e));
-    return EXIT_USAGE;
+    // Bad input is a usage error; anything else (no permission, a kernel or I/O failure, an
+    // API server that refused) failed at run time.
+    const badInput =
+      e instanceof KubenodeTypeError ||
+      e instanceof KubenodeRangeError ||
+      (e as { code?: unknown }).code === 'ERR_KUBENODE_PARSE';
+    return badInput ? EXIT_USAGE : EXIT_FAILURE;
   }
 }
