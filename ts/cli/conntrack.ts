@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import YAML from 'yaml';
+import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
@@ -111,9 +112,12 @@ export function registerConntrack(program: Command): void {
       .description("delete stale UDP entries with kube-proxy's rules (CleanStaleEntries)")
       .requiredOption(
         '--services <file>',
-        'JSON/YAML list of { name, protocol, clusterIP, port, nodePort?, externalIPs?, loadBalancerIPs? }',
+        'JSON/YAML list of { name, protocol, clusterIP, port, nodePort?, externalIPs?, loadBalancerIPs? }, or `kubectl get services -A -o json|yaml` output',
       )
-      .requiredOption('--endpoints <file>', 'JSON/YAML map { serviceName: [{ ip, port, serving }] }')
+      .requiredOption(
+        '--endpoints <file>',
+        'JSON/YAML map { serviceName: [{ ip, port, serving }] }, or `kubectl get endpointslices -A -o json|yaml` output',
+      )
       .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
       .option('--dry-run', 'select but do not delete')
       .option('--netns <path>', 'network namespace file'),
@@ -128,8 +132,14 @@ export function registerConntrack(program: Command): void {
     }) => {
       const fmt = outputFormat(o);
       const fam = family(o.family);
-      const services = (await readTable(o.services, 'services')) as conntrack.ServiceEntry[];
-      const endpoints = (await readTable(o.endpoints, 'endpoints')) as conntrack.EndpointsTable;
+      const services = servicesFromDocument(
+        await readTable(o.services, 'services'),
+        fam,
+      ) as conntrack.ServiceEntry[];
+      const endpoints = endpointsFromDocument(
+        await readTable(o.endpoints, 'endpoints'),
+        fam,
+      ) as conntrack.EndpointsTable;
       const handle = await conntrack.Conntrack.open(o.netns ? { netns: o.netns } : {});
       const stop = progressBar(handle);
       try {
