@@ -105,6 +105,7 @@ async function jsCycles(
 ): Promise<number> {
   const root = shared ? null : mkdtempSync(path.join(dir, 'kubenode-userns-bench-'));
   const podsDir = shared ?? path.join(root as string, 'pods');
+  mkdirSync(podsDir, { recursive: true });
   const uids = podUids(CYCLED);
   const times: number[] = [];
   try {
@@ -227,6 +228,7 @@ async function interleaved(
  * JS thread, as paid by every getOrCreate and release. */
 async function taskRoundTrip(ctx: BenchContext): Promise<Measurement> {
   const root = mkdtempSync(path.join('/dev/shm', 'kubenode-userns-bench-'));
+  mkdirSync(path.join(root, 'pods'));
   const m = await userns.UserNsManager.create({ podsDir: path.join(root, 'pods') });
   try {
     return await measureJs(

@@ -18,8 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# `npm install` rather than `npm ci`: npm 11 writes lockfiles without the other platforms'
-# optional packages (biome, esbuild, …) and then its own `npm ci` refuses them as out of sync.
-# With the lockfile present, `npm install` still installs the locked versions.
-npm install --no-audit --no-fund --prefer-offline
+# The committed lockfile records every platform's optional packages (scripts/lock-platforms.mjs
+# completes it after `npm install`), so `npm ci` installs exactly it on each platform.
+npm ci --no-audit --no-fund --prefer-offline
 npm run build

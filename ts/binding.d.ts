@@ -27,19 +27,20 @@ export declare class Conntrack {
    * JS thread (opening the namespace file and `setns` touch the filesystem and kernel).
    */
   static open(netns?: string | undefined | null): Promise<ConntrackOpenOutcome>
-  list(familyName: string, filter?: ConntrackListFilter | undefined | null): Promise<ConntrackListOutcome>
-  delete(familyName: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
+  list(family: string, filter?: ConntrackListFilter | undefined | null): Promise<ConntrackListOutcome>
+  delete(family: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
   /** Creates entries (for tests and benchmarks that fill a table). */
-  create(familyName: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
-  /** One whole list → match → delete pass for `family`. */
-  cleanStale(familyName: string, services: Array<ConntrackService>, endpoints: Record<string, Array<ConntrackEndpoint>>, dryRun?: boolean | undefined | null): Promise<ConntrackCleanOutcome>
+  create(family: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
+  /** One whole list → match → delete pass for `family`. The tables are checked in the task. */
+  cleanStale(family: string, services: Array<ConntrackService>, endpoints: Record<string, Array<ConntrackEndpoint>>, dryRun?: boolean | undefined | null): Promise<ConntrackCleanOutcome>
   /** Progress of the running clean pass (readable while it runs). */
   progress(): ConntrackProgress
   /**
    * Test hook: faults to inject into the next operations. Never waits for a running task
-   * (that would block the JS thread for a whole dump): fails with a conflict instead.
+   * (that would block the JS thread for a whole dump): reports `busy` instead. Returns the
+   * failure, if any, like a task outcome's `error`.
    */
-  injectFaults(faults: ConntrackFaults): void
+  injectFaults(faults: ConntrackFaults): ConntrackTaskError | null
   /**
    * Closes the socket; later calls fail. Returns at once: a running task closes the socket
    * when it finishes.
@@ -200,7 +201,8 @@ export interface ConntrackFlow {
 }
 
 export interface ConntrackListFilter {
-  protocol?: number
+  /** A protocol name (udp, tcp, sctp, any case) or number. */
+  protocol?: string | number
   dstIp?: string
   dstPort?: number
 }
@@ -213,7 +215,7 @@ export interface ConntrackListOutcome {
 }
 
 export interface ConntrackOpenOutcome {
-  handle?: JsConntrack
+  handle?: Conntrack
   error?: ConntrackTaskError
 }
 
@@ -236,8 +238,15 @@ export interface ConntrackService {
   loadBalancerIps?: Array<string>
 }
 
+/** A failure reported in a task outcome (a Task can only reject with a plain status). */
 export interface ConntrackTaskError {
+  /** `ERR_KUBENODE_*`. */
   code: string
+  /**
+   * `invalid-argument`, `out-of-range`, `family`, `closed`, `busy`, `permission`,
+   * `unavailable`, `parse` or `io`.
+   */
+  kind: string
   message: string
 }
 
@@ -319,6 +328,9 @@ export interface SysctlApplyOutcome {
   error?: SysctlTaskError
 }
 
+/** Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`). */
+export declare function sysctlBaselineAllowlist(policyVersion: string): Array<string>
+
 export interface SysctlFieldError {
   /** `FieldValueRequired`, `FieldValueInvalid` or `FieldValueDuplicate`. */
   type: string
@@ -379,8 +391,11 @@ export interface SysctlRejections {
   messages: Array<string>
 }
 
-/** The safe list for `kernel`, or for the running kernel (`/proc/sys/kernel/osrelease`). */
-export declare function sysctlSafeAllowlist(kernel?: string | undefined | null): SysctlSafeList
+/**
+ * The safe list of a Kubernetes release (default: the newest kubenode knows) for `kernel`, or
+ * for the running kernel (`/proc/sys/kernel/osrelease`).
+ */
+export declare function sysctlSafeAllowlist(kernel?: string | undefined | null, kubernetesVersion?: string | undefined | null): SysctlSafeList
 
 export interface SysctlSafeList {
   names: Array<string>
@@ -391,6 +406,8 @@ export interface SysctlSafeList {
    * ungated rows).
    */
   kernelError?: string
+  /** The Kubernetes release whose list this is (`v1.<minor>`). */
+  kubernetesVersion: string
 }
 
 export interface SysctlSafeRow {

@@ -10,7 +10,11 @@ export type Strategy = 'random-scan' | 'contiguous-scan';
 export interface AllocationBitmapOptions {
   /** `random-scan` (upstream's default) or `contiguous-scan` (lowest free slot first). */
   strategy?: Strategy;
-  /** Random scan: slots below `offset` are handed out only once the rest is full. */
+  /**
+   * Random scan: slots below `offset` are handed out only once the rest is full. An offset at or
+   * past `max` is accepted, as upstream's `NewAllocationMapWithOffset`; such a map restores,
+   * answers `has` and `count`, but `allocateNext` throws a `KubenodeRangeError`.
+   */
   offset?: number;
   /** Seed for the random scan, for reproducible sequences. */
   seed?: number;
@@ -56,9 +60,12 @@ export class AllocationBitmap {
     return callNative(() => this.#n.allocate(i));
   }
 
-  /** Reserves a free slot chosen by the strategy, or returns null when the map is full. */
+  /**
+   * Reserves a free slot chosen by the strategy, or returns null when the map is full. Throws a
+   * `KubenodeRangeError` on a random-scan map whose offset is not below `max` (upstream panics).
+   */
   allocateNext(): number | null {
-    return this.#n.allocateNext();
+    return callNative(() => this.#n.allocateNext());
   }
 
   /** Frees slot `i`; releasing a free or out-of-range slot is a no-op, as upstream. */

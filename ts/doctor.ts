@@ -2,7 +2,7 @@
 // files; a missing file is reported, never thrown.
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
-import { nativePath } from './native.js';
+import { loadNative, nativePath } from './native.js';
 import { sysctlSection } from './sysctl/doctor.js';
 import { usernsPoolSection } from './userns/doctor.js';
 
@@ -50,13 +50,17 @@ async function platform(): Promise<DoctorSection> {
   };
 }
 
+/** Loads the binary (a file that resolves but does not load, e.g. for another libc, is missing too). */
 function binding(): DoctorSection {
   try {
+    loadNative();
     return { section: 'binding', checks: [{ name: 'prebuilt binary', status: 'ok', value: nativePath() }] };
   } catch (e) {
     return {
       section: 'binding',
-      checks: [{ name: 'prebuilt binary', status: 'missing', value: null, detail: (e as Error).message }],
+      checks: [
+        { name: 'prebuilt binary', status: 'missing', value: 'missing', detail: (e as Error).message },
+      ],
     };
   }
 }

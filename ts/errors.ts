@@ -9,6 +9,7 @@ export type KubenodeErrorCode =
   | 'ERR_KUBENODE_PARSE'
   | 'ERR_KUBENODE_CONFLICT'
   | 'ERR_KUBENODE_UNSUPPORTED'
+  | 'ERR_KUBENODE_BINDING_MISSING'
   | 'ERR_KUBENODE_INTERNAL';
 
 const CODES = new Set<string>([
@@ -19,8 +20,20 @@ const CODES = new Set<string>([
   'ERR_KUBENODE_PARSE',
   'ERR_KUBENODE_CONFLICT',
   'ERR_KUBENODE_UNSUPPORTED',
+  'ERR_KUBENODE_BINDING_MISSING',
   'ERR_KUBENODE_INTERNAL',
 ]);
+
+// One hierarchy, as Node's own `ERR_*` errors: every error kubenode throws is
+// `instanceof KubenodeError` and carries a stable `code`; the kinds that Node reports as
+// TypeError/RangeError are also `instanceof TypeError`/`RangeError`. JavaScript has single
+// inheritance, so the subclasses extend the built-in kind and carry a brand that
+// `KubenodeError[Symbol.hasInstance]` recognises.
+const BRAND: unique symbol = Symbol('kubenode.error');
+
+function brand(e: object): void {
+  Object.defineProperty(e, BRAND, { value: true });
+}
 
 /** Base class of every error kubenode throws on purpose. */
 export class KubenodeError extends Error {
@@ -29,8 +42,19 @@ export class KubenodeError extends Error {
     super(message, options);
     this.name = 'KubenodeError';
     this.code = code;
+    brand(this);
   }
 }
+
+// `x instanceof KubenodeError` is true for every kubenode error, the TypeError/RangeError kinds
+// included; subclasses (`class X extends KubenodeError`) keep the ordinary prototype check, so
+// the receiver (the class `instanceof` was asked about) decides.
+Object.defineProperty(KubenodeError, Symbol.hasInstance, {
+  value: function hasInstance(this: unknown, v: unknown): boolean {
+    if (this !== KubenodeError) return Function.prototype[Symbol.hasInstance].call(this, v);
+    return typeof v === 'object' && v !== null && (v as { [BRAND]?: boolean })[BRAND] === true;
+  },
+});
 
 /** A value of the wrong type or shape (not a number, not an integer, malformed text). */
 export class KubenodeTypeError extends TypeError {
@@ -38,6 +62,7 @@ export class KubenodeTypeError extends TypeError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'KubenodeTypeError';
+    brand(this);
   }
 }
 
@@ -47,16 +72,23 @@ export class KubenodeRangeError extends RangeError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'KubenodeRangeError';
+    brand(this);
   }
 }
 
+/** Every kubenode error: `KubenodeError` and its TypeError/RangeError kinds. */
 export type AnyKubenodeError = KubenodeError | KubenodeTypeError | KubenodeRangeError;
 
+/** True for every error kubenode throws (same as `e instanceof KubenodeError`). */
 export function isKubenodeError(e: unknown): e is AnyKubenodeError {
-  return e instanceof KubenodeError || e instanceof KubenodeTypeError || e instanceof KubenodeRangeError;
+  return e instanceof KubenodeError;
 }
 
-/** Converts an error thrown by the binding into a typed error; other values pass through. */
+/**
+ * Converts an error thrown by the binding into a typed error; non-errors pass through. A
+ * binding error without a kubenode code (a napi status) becomes ERR_KUBENODE_INTERNAL, so
+ * callers only ever see KubenodeErrors.
+ */
 export function fromNative(e: unknown): unknown {
   if (!(e instanceof Error) || isKubenodeError(e)) {
     return e;
@@ -67,7 +99,7 @@ export function fromNative(e: unknown): unknown {
     if (code === 'InvalidArg' || code === 'NumberExpected' || code === 'StringExpected') {
       return new KubenodeTypeError(e.message, { cause: e });
     }
-    return e;
+    return new KubenodeError('ERR_KUBENODE_INTERNAL', e.message, { cause: e });
   }
   if (code === 'ERR_KUBENODE_INVALID_ARG') {
     return new KubenodeTypeError(e.message, { cause: e });

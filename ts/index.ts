@@ -4,6 +4,7 @@ export * as bitmap from './bitmap.js';
 export * as conntrack from './conntrack/index.js';
 export * as doctor from './doctor.js';
 export {
+  type AnyKubenodeError,
   isKubenodeError,
   KubenodeError,
   type KubenodeErrorCode,

@@ -1,8 +1,12 @@
 // The only module that loads the compiled binding. node-gyp-build picks
 // prebuilds/<platform>-<arch>/kubenode[.glibc|.musl].node (or build/Release during development).
+// The binary loads on first use, not at import: without a matching binary the package still
+// imports (so `kubenode doctor` can say "binding: missing") and each call into the core throws a
+// KubenodeError with code ERR_KUBENODE_BINDING_MISSING.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type * as Binding from './binding.js';
+import { KubenodeError } from './errors.js';
 
 const require = createRequire(import.meta.url);
 // ts/native.ts and dist/native.js are both one level below the package root.
@@ -14,9 +18,49 @@ interface NodeGypBuild {
 }
 const nodeGypBuild = require('node-gyp-build') as NodeGypBuild;
 
-export const native = nodeGypBuild(packageRoot) as typeof Binding;
+type NativeBinding = typeof Binding;
+let loaded: NativeBinding | undefined;
+let failure: KubenodeError | undefined;
 
-/** Path of the binary that was loaded. */
+function missing(e: unknown): KubenodeError {
+  const platform = `${process.platform}-${process.arch}`;
+  return new KubenodeError(
+    'ERR_KUBENODE_BINDING_MISSING',
+    `no kubenode binary for ${platform} (Node ${process.version}) under ${packageRoot}: ${(e as Error)?.message ?? String(e)}`,
+    { cause: e },
+  );
+}
+
+/** Loads the binding once; throws the same typed error on every call when there is none. */
+export function loadNative(): NativeBinding {
+  if (loaded) return loaded;
+  if (failure) throw failure;
+  try {
+    loaded = nodeGypBuild(packageRoot) as NativeBinding;
+    return loaded;
+  } catch (e) {
+    failure = missing(e);
+    throw failure;
+  }
+}
+
+/** The binding; its members resolve on first access (module-level, never per object call). */
+export const native: NativeBinding = new Proxy({} as NativeBinding, {
+  get: (_t, key) => loadNative()[key as keyof NativeBinding],
+  has: (_t, key) => key in loadNative(),
+  ownKeys: () => Reflect.ownKeys(loadNative()),
+  getOwnPropertyDescriptor: (_t, key) => {
+    const d = Reflect.getOwnPropertyDescriptor(loadNative(), key);
+    // The proxy target is a plain extensible object, so report the members as configurable.
+    return d ? { ...d, configurable: true } : undefined;
+  },
+});
+
+/** Path of the binary that is (or would be) loaded; throws when there is none. */
 export function nativePath(): string {
-  return nodeGypBuild.resolve(packageRoot);
+  try {
+    return nodeGypBuild.resolve(packageRoot);
+  } catch (e) {
+    throw missing(e);
+  }
 }

@@ -380,6 +380,55 @@ describe('StaleFlowReconciler when things fail', () => {
     }
   }, 120_000);
 
+  it('with nodeName, failed passes are one Warning Event about the Node whose count grows', async () => {
+    await resetDnsSlice();
+    const handle = await conntrack.Conntrack.open({ netns: ns.path });
+    handle.close(); // every pass fails
+    const node = `kubenode-fidelity-${process.pid}`;
+    let failures = 0;
+    const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
+      conntrack: handle,
+      metrics: null,
+      minSyncPeriodMs: 50,
+      nodeName: node,
+      onError: () => {
+        failures++;
+      },
+    });
+    const nodeEvents = async () =>
+      (await core.listNamespacedEvent({ namespace: 'default' })).items.filter(
+        (e) => e.involvedObject?.kind === 'Node' && e.involvedObject?.name === node,
+      );
+    try {
+      await r.start();
+      await waitUntil('the failed pass', () => failures >= 1);
+      await r.flush();
+      // Another failing pass: an endpoint change re-arms the gate.
+      await updateSlice('dns-1', (s) => {
+        s.endpoints = [ep(EP[0] as string)];
+      });
+      await waitUntil('a second failed pass', () => failures >= 2);
+      await r.flush();
+      const list = await nodeEvents();
+      expect(list).toHaveLength(1);
+      expect(list[0]).toMatchObject({
+        type: 'Warning',
+        reason: 'ConntrackCleanupFailed',
+        count: 2,
+        reportingComponent: 'kubenode-conntrack-reconciler',
+        reportingInstance: node,
+        source: { component: 'kubenode-conntrack-reconciler', host: node },
+        involvedObject: { kind: 'Node', name: node, uid: node },
+      });
+      expect(list[0]?.message).toMatch(/^IPv4 conntrack cleanup failed: /);
+      expect(new Set(list[0]?.metadata?.managedFields?.map((m) => m.manager))).toEqual(
+        new Set(['kubenode-conntrack-reconciler']),
+      );
+    } finally {
+      await r.stop();
+    }
+  }, 60_000);
+
   it('a failing pass with a throwing onError and onSync leaves the process running', async () => {
     const rejections: unknown[] = [];
     const onRejection = (e: unknown) => rejections.push(e);

@@ -3,6 +3,7 @@
 // kernel errnos, in the crate's unit tests (crates/kubenode-conntrack/src/error.rs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conntrackError } from '../../ts/conntrack/errors.js';
+import { createEntries, injectFaults } from '../../ts/conntrack/testing.js';
 import { conntrack, KubenodeError, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
 
 const outcome = (code: string, message: string) => ({ code, message });
@@ -54,9 +55,14 @@ describe('conntrackError', () => {
       code: 'ERR_KUBENODE_PERMISSION',
     });
     expect(conntrackError(thrown)).toBeInstanceOf(conntrack.ConntrackPermissionError);
-    // Something that is not a binding error passes through unchanged.
+    // An error without a kubenode code (a napi status) is still a KubenodeError, keeping the cause.
     const plain = new Error('unrelated');
-    expect(conntrackError(plain)).toBe(plain);
+    expect(conntrackError(plain)).toMatchObject({
+      code: 'ERR_KUBENODE_INTERNAL',
+      message: 'unrelated',
+      cause: plain,
+    });
+    expect(conntrackError(plain)).toBeInstanceOf(KubenodeError);
   });
 });
 
@@ -80,7 +86,7 @@ describe('typed errors through the public API (checked before any netlink work)'
   it('family mismatches are ConntrackFamilyError (a KubenodeTypeError)', async () => {
     for (const p of [
       ct.delete('IPv6', [v4Flow]),
-      ct.createEntries('IPv6', [v4Flow]),
+      createEntries(ct, 'IPv6', [v4Flow]),
       ct.list('IPv6', { protocol: 'udp', dstIP: '10.96.0.10' }),
     ]) {
       const e = await p.then(
@@ -94,8 +100,8 @@ describe('typed errors through the public API (checked before any netlink work)'
   });
 
   it('non-array flows and a non-handle are type errors', async () => {
-    await expect(ct.createEntries('IPv4', {} as never)).rejects.toThrow(/flows must be an array/);
-    await expect(ct.createEntries('IPv4', {} as never)).rejects.toBeInstanceOf(KubenodeTypeError);
+    await expect(createEntries(ct, 'IPv4', {} as never)).rejects.toThrow(/flows must be an array/);
+    await expect(createEntries(ct, 'IPv4', {} as never)).rejects.toBeInstanceOf(KubenodeTypeError);
     const r = conntrack.cleanStaleEntries({} as never, 'IPv4', [], {}, { metrics: null });
     await expect(r).rejects.toBeInstanceOf(KubenodeTypeError);
     await expect(conntrack.cleanStaleEntries({} as never, 'IPv4', [], {}, { metrics: null })).rejects.toThrow(
@@ -114,9 +120,89 @@ describe('typed errors through the public API (checked before any netlink work)'
     expect(e).toBeInstanceOf(conntrack.ConntrackClosedError);
     expect(e).toBeInstanceOf(KubenodeError);
     expect(e).not.toBeInstanceOf(TypeError);
-    expect(() => c.injectFaults({})).toThrow(conntrack.ConntrackClosedError);
+    expect(() => injectFaults(c, {})).toThrow(conntrack.ConntrackClosedError);
     await expect(conntrack.cleanStaleEntries(c, 'IPv4', [], {}, { metrics: null })).rejects.toBeInstanceOf(
       conntrack.ConntrackClosedError,
     );
+  });
+});
+
+describe('failures are classified by the core kind, never by message text', () => {
+  it('kind "family" and "closed" pick the class; look-alike messages do not', () => {
+    const fam = conntrackError({
+      code: 'ERR_KUBENODE_INVALID_ARG',
+      kind: 'family',
+      message: 'x: 10.0.0.1 is off',
+    });
+    expect(fam).toBeInstanceOf(conntrack.ConntrackFamilyError);
+    expect(fam.message).toBe('x: 10.0.0.1 is off');
+    const notFam = conntrackError({
+      code: 'ERR_KUBENODE_INVALID_ARG',
+      kind: 'invalid-argument',
+      message: 'family must be "IPv4" or "IPv6", got "ipv4"',
+    });
+    expect(notFam).toBeInstanceOf(KubenodeTypeError);
+    expect(notFam).not.toBeInstanceOf(conntrack.ConntrackFamilyError);
+    expect(conntrackError({ code: 'ERR_KUBENODE_IO', kind: 'closed', message: 'gone' })).toBeInstanceOf(
+      conntrack.ConntrackClosedError,
+    );
+    const notClosed = conntrackError({
+      code: 'ERR_KUBENODE_IO',
+      kind: 'io',
+      message: 'the conntrack handle is closed',
+    });
+    expect(notClosed).not.toBeInstanceOf(conntrack.ConntrackClosedError);
+    expect(notClosed).toMatchObject({ code: 'ERR_KUBENODE_IO' });
+  });
+
+  it('the binding reports kinds in task outcomes', async () => {
+    const { native } = await import('../../ts/native.js');
+    const o = await native.Conntrack.open();
+    const h = o.handle;
+    if (!h) throw new Error(o.error?.message);
+    try {
+      const flow = {
+        protocol: 17,
+        forward: { srcIp: '10.0.0.1', dstIp: '10.96.0.10', srcPort: 1000, dstPort: 53 },
+        reverse: { srcIp: '10.244.0.1', dstIp: '10.0.0.1', srcPort: 5353, dstPort: 1000 },
+        zone: 0,
+        mark: 0,
+        status: 0,
+        timeout: 30,
+      };
+      const del = await h.delete('IPv6', [flow]);
+      expect(del.error).toMatchObject({
+        code: 'ERR_KUBENODE_INVALID_ARG',
+        kind: 'family',
+        message: 'flows[0].forward.srcIP: 10.0.0.1 is not an IPv6 address (family mismatch)',
+      });
+      const svc = { name: 'a', protocol: 'UDP', clusterIp: '10.96.0.10', port: 53 };
+      const clean = await h.cleanStale(
+        'IPv6',
+        [svc],
+        { a: [{ ip: 'fd00::1', port: 53, serving: true }] },
+        true,
+      );
+      expect(clean.error).toMatchObject({ kind: 'family' });
+      const zero = await h.cleanStale('IPv4', [{ ...svc, port: 0 }], {}, true);
+      expect(zero.error).toMatchObject({ code: 'ERR_KUBENODE_OUT_OF_RANGE', kind: 'out-of-range' });
+      h.close();
+      expect(h.injectFaults({})).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
+      expect((await h.list('IPv4')).error).toMatchObject({ kind: 'closed' });
+    } finally {
+      h.close();
+    }
+  });
+
+  it('a service port of 0 is a range error through the public API', async () => {
+    const ct = await conntrack.Conntrack.open();
+    try {
+      const svc = { name: 'a', protocol: 'UDP' as const, clusterIP: '10.96.0.10', port: 0 };
+      await expect(conntrack.cleanStaleEntries(ct, 'IPv4', [svc], {}, { metrics: null })).rejects.toThrow(
+        /services\[0\] \(a\)\.port must be in \[1, 65535\], got 0/,
+      );
+    } finally {
+      ct.close();
+    }
   });
 });

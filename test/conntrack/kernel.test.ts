@@ -1,8 +1,9 @@
 // Real kernel: nftables DNAT rules make UDP services in a throwaway namespace, real UDP traffic
 // creates the conntrack entries, and `conntrack -L` checks what the cleanup left.
 import { spawnSync } from 'node:child_process';
-import { Registry } from 'prom-client';
+import { register as globalRegistry, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEntries, injectFaults } from '../../ts/conntrack/testing.js';
 import { conntrack, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
 import { type CtEntry, netnsExists, TestNetns } from './netns.js';
 
@@ -110,6 +111,15 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
     expect(ns.conntrackL('ipv4')).toHaveLength(18);
   });
 
+  it('records metrics only where told: nothing lands in the global registry by default', async () => {
+    const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: false })));
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints);
+    expect(r).toMatchObject({ listed: 18, stale: 0, partial: false });
+    expect(globalRegistry.getSingleMetric(conntrack.SYNC_DURATION)).toBeUndefined();
+    expect(globalRegistry.getSingleMetric(conntrack.DELETED_TOTAL)).toBeUndefined();
+    expect(() => conntrack.conntrackMetrics(undefined as never)).toThrow(KubenodeTypeError);
+  });
+
   it('dry run selects without deleting', async () => {
     const { services, endpoints } = dns([
       { ip: EP[0] as string, port: 5353, serving: true },
@@ -189,10 +199,10 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
   it('an interrupted dump is retried, then used partially, and still observed', async () => {
     const registry = new Registry();
     const metrics = conntrack.conntrackMetrics(registry);
-    ct.injectFaults({ dumpIntr: 10 });
+    injectFaults(ct, { dumpIntr: 10 });
     const { services, endpoints } = dns([{ ip: '10.244.0.1', port: 5353, serving: true }]);
     const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
-    ct.injectFaults({});
+    injectFaults(ct, {});
     expect(r).toMatchObject({ partial: true, attempts: 5, listed: 9 });
     expect(await registry.metrics()).toContain('sync_duration_seconds_count{ip_family="IPv4"} 1');
     const l = await ct.list('IPv4', {});
@@ -265,7 +275,7 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
       timeout: 120,
     }));
     try {
-      expect((await c.createEntries('IPv4', flows)).created).toBe(flows.length);
+      expect((await createEntries(c, 'IPv4', flows)).created).toBe(flows.length);
       const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: true })));
       const pass = conntrack.cleanStaleEntries(c, 'IPv4', services, endpoints, {
         metrics: null,
@@ -278,7 +288,7 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
       // Blocking here would freeze the event loop for the rest of the dump.
       let busy: unknown;
       try {
-        c.injectFaults({ recvEintr: 1 });
+        injectFaults(c, { recvEintr: 1 });
       } catch (e) {
         busy = e;
       }

@@ -3,6 +3,7 @@
 // a frontend to a non-serving or unknown endpoint is.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEntries } from '../../ts/conntrack/testing.js';
 import { conntrack } from '../../ts/index.js';
 import { TestNetns } from './netns.js';
 
@@ -77,7 +78,7 @@ describe('no flow to a serving endpoint is ever deleted (real kernel)', () => {
             };
           });
           try {
-            expect((await ct.createEntries('IPv4', created)).created).toBe(flows.length);
+            expect((await createEntries(ct, 'IPv4', created)).created).toBe(flows.length);
             await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics: null });
             const left = await ct.listEntries('IPv4', { protocol: 'udp' });
             const leftPorts = new Set(left.map((f) => f.forward.srcPort));

@@ -173,7 +173,7 @@ await r.start();
     );
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(
-      `kubenode conntrack reconcile: network namespace ${gone}: No such file or directory`,
+      `kubenode conntrack reconcile: opening namespace ${gone}: No such file or directory`,
     );
   });
 

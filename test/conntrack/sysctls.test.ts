@@ -22,7 +22,7 @@ describe('conntrackMax (upstream TestGetConntrackMax)', () => {
   });
 });
 
-describe('applySysctls', () => {
+describe('applyConntrackSysctls', () => {
   let root = '';
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
@@ -43,7 +43,7 @@ describe('applySysctls', () => {
       nf_conntrack_tcp_timeout_close_wait: '60',
       nf_conntrack_udp_timeout: '30',
     });
-    const actions = await conntrack.applySysctls(
+    const actions = await conntrack.applyConntrackSysctls(
       { ...conntrack.DEFAULT_CONNTRACK_CONFIG, tcpBeLiberal: true, udpTimeout: '1m', udpStreamTimeout: 0 },
       { root, numCPU: 8 },
     );
@@ -62,7 +62,7 @@ describe('applySysctls', () => {
 
   it('leaves hashsize alone when already >= max/4; never writes be_liberal 0', async () => {
     tree({ nf_conntrack_max: '1' }, '100000');
-    const a = await conntrack.applySysctls(
+    const a = await conntrack.applyConntrackSysctls(
       { maxPerCore: 32768, min: 131072, tcpBeLiberal: false },
       { root, numCPU: 1 },
     );
@@ -71,14 +71,17 @@ describe('applySysctls', () => {
 
   it('500ms timeouts pass the > 0 test and write 0, as upstream', async () => {
     tree({});
-    const a = await conntrack.applySysctls({ tcpEstablishedTimeout: '500ms' }, { root, numCPU: 1 });
+    const a = await conntrack.applyConntrackSysctls({ tcpEstablishedTimeout: '500ms' }, { root, numCPU: 1 });
     expect(a).toMatchObject([{ value: 0, written: true }]);
   });
 
   it('a missing hashsize file stops the sequence with an error', async () => {
     tree({}, null);
     await expect(
-      conntrack.applySysctls({ maxPerCore: 1, min: 5, tcpEstablishedTimeout: 10 }, { root, numCPU: 1 }),
+      conntrack.applyConntrackSysctls(
+        { maxPerCore: 1, min: 5, tcpEstablishedTimeout: 10 },
+        { root, numCPU: 1 },
+      ),
     ).rejects.toBeInstanceOf(conntrack.ConntrackSysctlError);
     expect(() => read('nf_conntrack_tcp_timeout_established')).toThrow();
   });
@@ -88,7 +91,7 @@ describe('applySysctls', () => {
     mkdirSync(join(root, 'proc/sys/net/netfilter/nf_conntrack_tcp_timeout_close_wait'));
     chmodSync(join(root, 'proc/sys/net/netfilter/nf_conntrack_tcp_timeout_close_wait'), 0o500);
     await expect(
-      conntrack.applySysctls(
+      conntrack.applyConntrackSysctls(
         { tcpEstablishedTimeout: 5, tcpCloseWaitTimeout: 6, udpTimeout: 7 },
         { root, numCPU: 1 },
       ),
@@ -100,7 +103,7 @@ describe('applySysctls', () => {
   it('dry run on this machine reads the real files and writes nothing', async () => {
     root = mkdtempSync(join(tmpdir(), 'kn-ct-unused-'));
     const before = readFileSync('/proc/sys/net/netfilter/nf_conntrack_max', 'utf8');
-    const a = await conntrack.applySysctls(conntrack.DEFAULT_CONNTRACK_CONFIG, { dryRun: true });
+    const a = await conntrack.applyConntrackSysctls(conntrack.DEFAULT_CONNTRACK_CONFIG, { dryRun: true });
     expect(a[0]?.path).toBe('/proc/sys/net/netfilter/nf_conntrack_max');
     expect(a.every((x) => !x.written)).toBe(true);
     expect(readFileSync('/proc/sys/net/netfilter/nf_conntrack_max', 'utf8')).toBe(before);

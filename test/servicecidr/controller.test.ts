@@ -44,6 +44,11 @@ describe('ServiceCIDR controller (real kube-apiserver)', () => {
     const managers = (sc.metadata?.managedFields ?? []).map((m) => [m.manager, m.operation, m.subresource]);
     expect(managers).toContainEqual(['service-cidr-controller', 'Apply', 'status']);
     expect(sc.metadata?.finalizers).toEqual(['networking.k8s.io/service-cidr-finalizer']);
+    // The finalizer patch names its writer (not the HTTP library's user agent, node-fetch).
+    const finalizerOwners = (sc.metadata?.managedFields ?? [])
+      .filter((m) => JSON.stringify(m.fieldsV1 ?? {}).includes('f:finalizers'))
+      .map((m) => [m.manager, m.operation]);
+    expect(finalizerOwners).toEqual([['kubenode-servicecidr-controller', 'Update']]);
   });
 
   it('writes status only when status, reason or message change', async () => {
@@ -217,8 +222,21 @@ describe('ServiceCIDR controller (real kube-apiserver)', () => {
       type: 'Warning',
       message: 'The ServiceCIDR Status can not be set to Ready=True',
       source: { component: 'service-cidr-controller' },
+      reportingComponent: 'service-cidr-controller',
       involvedObject: { kind: 'ServiceCIDR', apiVersion: 'networking.k8s.io/v1' },
     });
+    // Every retry fails the same way: one Event, its count patched up, as client-go does.
+    const deniedEvents = async () =>
+      (await core.listNamespacedEvent({ namespace: 'default' })).items.filter(
+        (e) => e.involvedObject?.name === 'denied' && e.reason === 'KubernetesServiceCIDRError',
+      );
+    await waitFor('count 3', async () => ((await deniedEvents())[0]?.count ?? 0) >= 3);
+    const all = await deniedEvents();
+    expect(all).toHaveLength(1);
+    expect(all[0]?.metadata?.name).toBe(ev.metadata?.name);
+    expect(all[0]?.metadata?.managedFields?.map((m) => m.manager)).toEqual([
+      'kubenode-servicecidr-controller',
+    ]);
     // The finalizer went on before the status write failed; retries continue with backoff.
     expect(hasFinalizer(await readCIDR(net, 'denied'))).toBe(true);
     await waitFor('retries', async () => {

@@ -54,6 +54,10 @@ describe('leader election', () => {
         name: 'service-cidr-controller',
       });
       expect(l.spec?.holderIdentity).toBe(leader.controller.elector?.identity);
+      // Lease writes name their writer, not the HTTP library (node-fetch).
+      expect(new Set(l.metadata?.managedFields?.map((m) => m.manager))).toEqual(
+        new Set(['kubenode-servicecidr-controller']),
+      );
       expect(other.controller.active).toBe(false);
       await createCIDR(net, 'le-1', ['10.220.0.0/24']);
       await waitReady(net, 'le-1');

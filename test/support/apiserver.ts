@@ -30,6 +30,8 @@ export interface ApiServerOptions {
   serviceClusterIPRange?: string;
   /** Extra kube-apiserver flags. */
   extraArgs?: string[];
+  /** `--authorization-mode` (default `AlwaysAllow`; `RBAC` to test roles, the admin token is in system:masters). */
+  authorizationMode?: string;
   /** Time allowed for /readyz after start (default 120 s). */
   readyTimeoutMs?: number;
 }
@@ -271,7 +273,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
         `--tls-private-key-file=${keyFile}`,
         `--cert-dir=${join(dir, 'certs')}`,
         `--token-auth-file=${join(dir, 'tokens.csv')}`,
-        '--authorization-mode=AlwaysAllow',
+        `--authorization-mode=${options.authorizationMode ?? 'AlwaysAllow'}`,
         '--anonymous-auth=false',
         '--service-account-issuer=https://kubernetes.default.svc',
         `--service-account-key-file=${join(dir, 'sa.pub')}`,

@@ -127,3 +127,38 @@ describe('kubenode sysctl safe-list', () => {
     expect(r.stderr).toBe('kubenode: --kernel: could not parse "x.y" as version\n');
   });
 });
+
+describe('--kubernetes-version', () => {
+  it('admit: a v1.36 kubelet rejects net.ipv4.tcp_notsent_lowat, v1.37 (the default) admits it', () => {
+    const file = podFile(sysctls('net.ipv4.tcp_notsent_lowat'));
+    expect(run(['admit', file, '--kernel', '6.18', '--kubernetes-version', 'v1.37'])).toMatchObject({
+      code: 0,
+      stdout: 'ADMIT\n',
+    });
+    expect(run(['admit', file, '--kernel', '6.18'])).toMatchObject({ code: 0, stdout: 'ADMIT\n' });
+    expect(run(['admit', file, '--kernel', '6.18', '--kubernetes-version', 'v1.36'])).toMatchObject({
+      code: 1,
+      stdout: 'REJECT SysctlForbidden: forbidden sysctl: "net.ipv4.tcp_notsent_lowat" not allowlisted\n',
+    });
+    const bad = run(['admit', file, '--kernel', '6.18', '--kubernetes-version', 'v1.99']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/Kubernetes version "v1.99" is not supported/);
+  });
+
+  it('safe-list: both releases, text and JSON; exit 2 for an unknown one', () => {
+    const v136 = run(['sysctl', 'safe-list', '--kernel', '6.18', '--kubernetes-version', 'v1.36']);
+    expect(v136.code).toBe(0);
+    expect(v136.stdout.trimEnd().split('\n')).toEqual(
+      sysctl.safeSysctlAllowlist('6.18', { kubernetesVersion: 'v1.36' }),
+    );
+    expect(v136.stdout).not.toMatch(/tcp_slow_start_after_idle|tcp_notsent_lowat/);
+    const j = JSON.parse(run(['sysctl', 'safe-list', '--kernel', '6.18', '-o', 'json']).stdout);
+    expect(j.kubernetesVersion).toBe('v1.37');
+    expect(j.names).toContain('net.ipv4.tcp_slow_start_after_idle');
+    const bad = run(['sysctl', 'safe-list', '--kubernetes-version', 'v2.0']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      'kubenode: --kubernetes-version: Kubernetes version "v2.0" is not a v1 release\n',
+    );
+  });
+});

@@ -221,6 +221,12 @@ describe('Pod Security baseline', () => {
     });
     expect(sysctl.checkBaseline({ spec: {} }, 'v1.0')).toEqual({ allowed: true });
     expect(sysctl.baselineAllowedSysctls('latest')).toHaveLength(14);
+    // Read from the core's table: v1.36 has neither row kubernetes#138389 added in v1.37.
+    expect(sysctl.baselineAllowedSysctls('v1.36')).toHaveLength(12);
+    expect(sysctl.baselineAllowedSysctls('v1.37')).toEqual(sysctl.baselineAllowedSysctls('latest'));
+    expect(sysctl.baselineAllowedSysctls('v1.0')).toEqual(sysctl.safeSysctlAllowlist('3.10'));
+    expect(sysctl.parsePolicyVersion('v1.36')).toBe(36);
+    expect(() => sysctl.parsePolicyVersion('v1.036')).toThrow(/policy version/);
     expect(() => sysctl.checkBaseline(names('a'), 'v2.0')).toThrow(/policy version/);
   });
 });

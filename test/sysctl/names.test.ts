@@ -214,6 +214,49 @@ describe('safe list by kernel', () => {
     ]);
   });
 
+  it('takes the Kubernetes release: v1.36 lacks the two rows v1.37 added (kubernetes#138389)', () => {
+    const v137 = sysctl.safeSysctlAllowlist('6.1', { kubernetesVersion: 'v1.37' });
+    const v136 = sysctl.safeSysctlAllowlist('6.1', { kubernetesVersion: 'v1.36' });
+    expect(v137).toHaveLength(14);
+    expect(v136).toEqual(
+      v137.filter((n) => n !== 'net.ipv4.tcp_slow_start_after_idle' && n !== 'net.ipv4.tcp_notsent_lowat'),
+    );
+    expect(v136).toHaveLength(12);
+    // Default: the newest release kubenode knows; patch versions and the bare form are accepted.
+    expect(sysctl.safeSysctlAllowlist('6.1')).toEqual(v137);
+    expect(sysctl.safeSysctlList('6.1').kubernetesVersion).toBe('v1.37');
+    expect(sysctl.safeSysctlList('6.1', { kubernetesVersion: '1.36.3' })).toMatchObject({
+      kubernetesVersion: 'v1.36',
+      names: v136,
+    });
+    expect(() => sysctl.safeSysctlAllowlist('6.1', { kubernetesVersion: 'v1.38' })).toThrow(
+      expect.objectContaining({ code: 'ERR_KUBENODE_UNSUPPORTED' }),
+    );
+    expect(() => sysctl.safeSysctlAllowlist('6.1', { kubernetesVersion: 'v2.0' })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_KUBENODE_PARSE',
+        message: expect.stringMatching(/not a v1 release/),
+      }),
+    );
+    expect(() => sysctl.safeSysctlAllowlist('6.1', { kubernetesVersion: 36 as unknown as string })).toThrow(
+      /must be a string/,
+    );
+    // The kubelet configuration takes it too: a v1.36 kubelet rejects what v1.37 admits.
+    const pod = {
+      spec: { securityContext: { sysctls: [{ name: 'net.ipv4.tcp_notsent_lowat', value: '16384' }] } },
+    };
+    const k = { kernelVersion: '6.1' };
+    expect(sysctl.allowlistFromKubeletConfig({ ...k, kubernetesVersion: 'v1.37' }).admit({ pod }).admit).toBe(
+      true,
+    );
+    expect(
+      sysctl.allowlistFromKubeletConfig({ ...k, kubernetesVersion: 'v1.36' }).admit({ pod }),
+    ).toMatchObject({
+      admit: false,
+      reason: 'SysctlForbidden',
+    });
+  });
+
   it('reads the running kernel when no version is given', async () => {
     const { readFile } = await import('node:fs/promises');
     const release = (await readFile('/proc/sys/kernel/osrelease', 'utf8')).trim();

@@ -17,7 +17,9 @@ afterEach(() => {
 function podsDir(): string {
   const d = mkdtempSync(path.join(tmpdir(), 'kubenode-userns-'));
   dirs.push(d);
-  return path.join(d, 'pods');
+  const pods = path.join(d, 'pods');
+  mkdirSync(pods);
+  return pods;
 }
 
 async function make(opts: Partial<userns.UserNsManagerOptions> & { podsDir: string }) {
@@ -36,6 +38,23 @@ const SPEC_FILE =
   '{"uidMappings":[{"hostId":131072,"containerId":0,"length":65536}],"gidMappings":[{"hostId":131072,"containerId":0,"length":65536}]}';
 
 describe('UserNsManager', () => {
+  it('refuses a pods directory that does not exist, and creates nothing', async () => {
+    const parent = path.dirname(podsDir());
+    const missing = path.join(parent, 'nonexistent');
+    const e = await userns.UserNsManager.create({
+      podsDir: missing,
+      mappings: { firstId: L, length: L * 2000 },
+    }).then(
+      () => null,
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(userns.UsernsError);
+    expect(e).toBeInstanceOf(KubenodeError);
+    expect(e).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'io' });
+    expect((e as Error).message).toContain(`pods directory ${missing} does not exist`);
+    expect(readdirSync(parent)).toEqual(['pods']);
+  });
+
   it('reads the exact bytes the kubelet writes, and writes them', async () => {
     const dir = podsDir();
     mkdirSync(path.join(dir, 'kubelet-pod'), { recursive: true });

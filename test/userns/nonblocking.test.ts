@@ -20,7 +20,9 @@ afterEach(() => {
 function podsDir(): string {
   const d = mkdtempSync(path.join(tmpdir(), 'kubenode-userns-'));
   dirs.push(d);
-  return path.join(d, 'pods');
+  const pods = path.join(d, 'pods');
+  mkdirSync(pods);
+  return pods;
 }
 
 async function openCore(dir: string) {

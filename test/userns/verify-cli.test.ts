@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { userns } from '../../ts/index.js';
 const root = path.resolve(import.meta.dirname, '../..');
 const base = mkdtempSync(path.join(tmpdir(), 'kubenode-userns-cli-'));
 const podsDir = path.join(base, 'pods');
+mkdirSync(podsDir);
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 function cli(...args: string[]) {

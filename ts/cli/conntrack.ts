@@ -1,34 +1,42 @@
 // `kubenode conntrack list|clean|reconcile`.
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
 import { loadKubeConfig } from '../kube/config.js';
-import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
+import { promClient } from '../peers.js';
+import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
+import { parseDocuments, readInput } from './input.js';
+import {
+  addOutputOption,
+  badInput,
+  CliExit,
+  err,
+  out,
+  outputFormat,
+  printJson,
+  terminalControl,
+  warn,
+} from './output.js';
 
 function family(v: string | undefined): conntrack.IPFamily {
   const f = (v ?? 'ipv4').toLowerCase();
   if (f === 'ipv4' || f === '4') return 'IPv4';
   if (f === 'ipv6' || f === '6') return 'IPv6';
-  process.stderr.write(`kubenode: unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)\n`);
-  throw new CliExit(2);
+  badInput(`unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)`);
 }
 
-async function readTable(path: string, what: string): Promise<unknown> {
-  let text: string;
+/** Reads a services or endpoints table file (one JSON/YAML document). */
+export async function readTable(path: string, what: string): Promise<unknown> {
+  const text = await readInput(path, `${what} file`);
+  let docs: unknown[] = [];
   try {
-    text = await readFile(path, 'utf8');
+    docs = parseDocuments(text);
   } catch (e) {
-    process.stderr.write(`kubenode: cannot read ${what} file ${path}: ${(e as Error).message}\n`);
-    throw new CliExit(2);
+    badInput(`${what} file ${path} is not valid JSON/YAML: ${(e as Error).message}`);
   }
-  try {
-    return YAML.parse(text);
-  } catch (e) {
-    process.stderr.write(`kubenode: ${what} file ${path} is not valid JSON/YAML: ${(e as Error).message}\n`);
-    throw new CliExit(2);
-  }
+  if (docs.length !== 1)
+    badInput(`${what} file ${path}: expected one JSON/YAML document, found ${docs.length}`);
+  return docs[0];
 }
 
 const PROTO_NAMES: Record<number, string> = { 6: 'tcp', 17: 'udp', 132: 'sctp', 1: 'icmp', 58: 'icmpv6' };
@@ -52,11 +60,12 @@ function progressBar(ct: conntrack.Conntrack): () => void {
       p.phase === 'listing'
         ? `listing… ${p.listed.toLocaleString()} entries`
         : `deleting ${p.stale.toLocaleString()} stale entries…`;
-    process.stderr.write(`\r\x1b[K${line}`);
+    terminalControl(`\r\x1b[K`);
+    err(line);
   }, 100);
   return () => {
     clearInterval(timer);
-    if (shown) process.stderr.write('\r\x1b[K');
+    if (shown) terminalControl('\r\x1b[K');
   };
 }
 
@@ -95,10 +104,8 @@ export function registerConntrack(program: Command): void {
         });
         if (fmt === 'json') printJson(r);
         else {
-          for (const f of r.flows) process.stdout.write(`${fmtFlow(f)}\n`);
-          process.stderr.write(
-            `kubenode: ${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}\n`,
-          );
+          for (const f of r.flows) out(`${fmtFlow(f)}\n`);
+          warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
         }
       } finally {
         handle.close();
@@ -151,7 +158,7 @@ export function registerConntrack(program: Command): void {
         if (fmt === 'json') printJson(r);
         else {
           const verb = o.dryRun ? 'would delete' : 'deleted';
-          process.stdout.write(
+          out(
             `listed ${r.listed}, stale ${r.stale}, ${verb} ${o.dryRun ? r.stale : r.deleted}` +
               `${r.notFound ? ` (${r.notFound} already gone)` : ''}${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}` +
               `${r.partial ? ' [partial listing]' : ''} in ${r.seconds.toFixed(3)}s\n`,
@@ -165,7 +172,7 @@ export function registerConntrack(program: Command): void {
     },
   );
 
-  ct.command('reconcile')
+  addDaemonOptions(ct.command('reconcile'))
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
     .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
@@ -173,27 +180,31 @@ export function registerConntrack(program: Command): void {
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
     .action(
-      async (o: {
-        kubeconfig?: string;
-        family?: string;
-        dryRun?: boolean;
-        minSyncPeriod?: string;
-        netns?: string;
-      }) => {
+      async (
+        o: DaemonFlags & {
+          kubeconfig?: string;
+          family?: string;
+          dryRun?: boolean;
+          minSyncPeriod?: string;
+          netns?: string;
+        },
+      ) => {
         const period = Number(o.minSyncPeriod ?? 1000);
         if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
-          process.stderr.write(
-            `kubenode: --min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(o.minSyncPeriod)}\n`,
+          badInput(
+            `--min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(o.minSyncPeriod)}`,
           );
-          throw new CliExit(2);
         }
+        // Flags first: a bad --log-format is a usage error whatever the cluster configuration.
+        const log = daemonLogger('conntrack reconcile', o, 0);
         let kc: ReturnType<typeof loadKubeConfig>['kubeConfig'];
         try {
           kc = loadKubeConfig(o.kubeconfig).kubeConfig;
         } catch (e) {
-          process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
+          err(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
           throw new CliExit(2);
         }
+        const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
         // Installed before anything starts, so a signal during start-up is a clean stop too.
@@ -208,28 +219,43 @@ export function registerConntrack(program: Command): void {
           // The API server is reached from this process's namespace; only the conntrack socket
           // lives in --netns.
           const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+          const registry = new (promClient().Registry)();
           const r = new conntrack.StaleFlowReconciler(kc, {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,
             minSyncPeriodMs: period,
+            metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>
-              process.stdout.write(
-                `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
-              ),
-            onError: (e) =>
-              process.stderr.write(
-                `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
-              ),
+              json
+                ? log.info(0, 'Cleaned stale conntrack entries', { ipFamily: fam, ...res })
+                : out(
+                    `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+                  ),
+            onError: (e, context) =>
+              json
+                ? log.error('Conntrack reconcile failed', e, context)
+                : err(
+                    `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
+                  ),
           });
+          const server = await startHealth(
+            'conntrack reconcile',
+            o,
+            registry,
+            () => (r.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
+            log,
+          );
+          // SIGTERM drains: the running pass finishes, then the watches stop.
           await Promise.race([r.start(), signalled]);
           await signalled;
           await r.stop();
           handle?.close();
+          await server?.close();
         } catch (e) {
           // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
           // the usage code 2.
-          process.stderr.write(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
+          err(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
           throw new CliExit(1);
         } finally {
           clearInterval(keepAlive);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { collect, formatText } from '../doctor.js';
-import { addOutputOption, outputFormat, printJson } from './output.js';
+import { addOutputOption, out, outputFormat, printJson } from './output.js';
 
 export function registerDoctor(program: Command): void {
   addOutputOption(program.command('doctor').description('report what this node offers kubenode')).action(
@@ -8,7 +8,7 @@ export function registerDoctor(program: Command): void {
       const format = outputFormat(opts);
       const report = await collect();
       if (format === 'json') printJson(report);
-      else process.stdout.write(`${formatText(report)}\n`);
+      else out(`${formatText(report)}\n`);
     },
   );
 }

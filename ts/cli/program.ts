@@ -1,29 +1,41 @@
 // The `kubenode` command. Each subcommand lives in its own module and registers itself here.
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
-import { CliExit } from './output.js';
+import { applyCliContract, CliExit, EXIT_USAGE, guardStreams, warn } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
 import { registerUserns } from './userns.js';
+
+/** The package version; package.json sits two levels up from both ts/cli and dist/cli. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
 
 export function buildProgram(): Command {
   const program = new Command();
   program
     .name('kubenode')
-    .description('Kubernetes node primitives: sysctl admission, user namespaces, conntrack, ServiceCIDRs');
+    .description('Kubernetes node primitives: sysctl admission, user namespaces, conntrack, ServiceCIDRs')
+    .version(packageVersion(), '-V, --version', 'print the kubenode version');
   program.showHelpAfterError();
   registerConntrack(program);
   registerDoctor(program);
   registerServicecidr(program);
   registerSysctl(program);
   registerUserns(program);
+  // After registration, so every subcommand (commander copies settings only at creation) gets it.
+  applyCliContract(program);
   return program;
 }
 
 export async function main(argv: string[]): Promise<number> {
+  guardStreams();
   const program = buildProgram();
-  program.exitOverride();
   try {
     await program.parseAsync(argv);
     return process.exitCode === undefined ? 0 : Number(process.exitCode);
@@ -32,9 +44,9 @@ export async function main(argv: string[]): Promise<number> {
     const ce = e as { code?: string; exitCode?: number };
     if (typeof ce.code === 'string' && ce.code.startsWith('commander.')) {
       // Help and version exit 0; usage errors exit 2, like other CLI tools.
-      return ce.exitCode === 0 ? 0 : 2;
+      return ce.exitCode === 0 ? 0 : EXIT_USAGE;
     }
-    process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`);
-    return 2;
+    warn((e as Error).message ?? String(e));
+    return EXIT_USAGE;
   }
 }

@@ -1,71 +1,33 @@
 // `kubenode servicecidr-controller`: runs the ServiceCIDRs controller until SIGTERM/SIGINT.
-import { createServer, type Server } from 'node:http';
 import type { Command } from 'commander';
-import { Registry } from 'prom-client';
 import { loadKubeConfig } from '../kube/config.js';
-import { klogLogger, ServiceCIDRController } from '../servicecidr/index.js';
-import { CliExit } from './output.js';
+import { promClient } from '../peers.js';
+import { ServiceCIDRController } from '../servicecidr/index.js';
+import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
+import { CliExit, err } from './output.js';
 
-interface Opts {
+interface Opts extends DaemonFlags {
   kubeconfig?: string;
   workers: string;
   leaderElect?: boolean;
   leaderElectNamespace: string;
   leaderElectName: string;
-  metricsAddr?: string;
   v: string;
 }
 
 function fail(msg: string): never {
-  process.stderr.write(`kubenode servicecidr-controller: ${msg}\n`);
+  err(`kubenode servicecidr-controller: ${msg}\n`);
   throw new CliExit(2);
 }
 
-function parseAddr(s: string): { host: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(s);
-  const port = Number(m?.[2]);
-  if (!m || !(port >= 0 && port <= 65535)) fail(`--metrics-addr must be HOST:PORT, got ${JSON.stringify(s)}`);
-  return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
-}
-
-function serveMetrics(registry: Registry, addr: string): Promise<Server> {
-  const { host, port } = parseAddr(addr);
-  const server = createServer((req, res) => {
-    if (req.url === '/metrics') {
-      registry.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'Content-Type': registry.contentType });
-          res.end(text);
-        },
-        (e) => {
-          res.writeHead(500);
-          res.end(String(e));
-        },
-      );
-    } else if (req.url === '/healthz') {
-      res.writeHead(200);
-      res.end('ok');
-    } else {
-      res.writeHead(404);
-      res.end();
-    }
-  });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve(server));
-  });
-}
-
 export function registerServicecidr(program: Command): void {
-  program
-    .command('servicecidr-controller')
+  addDaemonOptions(program.command('servicecidr-controller'))
     .description('run the ServiceCIDRs controller (finalizer, Ready condition, safe deletion) until SIGTERM')
     .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('--workers <n>', 'parallel workers', '5')
     .option('--leader-elect', 'act only while holding a coordination.k8s.io/v1 Lease')
     .option('--leader-elect-namespace <ns>', 'namespace of the leader election Lease', 'kube-system')
     .option('--leader-elect-name <name>', 'name of the leader election Lease', 'service-cidr-controller')
-    .option('--metrics-addr <host:port>', 'serve Prometheus metrics on http://HOST:PORT/metrics')
     .option('-v, --v <level>', 'log verbosity (klog levels)', '2')
     .action(async (opts: Opts) => {
       const workers = Number(opts.workers);
@@ -80,8 +42,8 @@ export function registerServicecidr(program: Command): void {
         fail((e as Error).message);
       }
       const kubeConfig = loaded.kubeConfig;
-      const registry = new Registry();
-      const logger = klogLogger(v);
+      const registry = new (promClient().Registry)();
+      const logger = daemonLogger('servicecidr-controller', opts, v);
       logger.info(1, 'Using cluster configuration', { source: loaded.source, origin: loaded.origin });
       const controller = new ServiceCIDRController({
         kubeConfig,
@@ -92,15 +54,13 @@ export function registerServicecidr(program: Command): void {
           ? { leaderElection: { namespace: opts.leaderElectNamespace, name: opts.leaderElectName } }
           : {}),
       });
-      let server: Server | undefined;
-      if (opts.metricsAddr) {
-        try {
-          server = await serveMetrics(registry, opts.metricsAddr);
-        } catch (e) {
-          fail(`cannot listen on ${opts.metricsAddr}: ${(e as Error).message}`);
-        }
-        logger.info(0, 'Serving metrics', { address: opts.metricsAddr });
-      }
+      const server = await startHealth(
+        'servicecidr-controller',
+        opts,
+        registry,
+        () => (controller.ready ? undefined : 'informer-sync: ServiceCIDR and IPAddress caches not synced'),
+        logger,
+      );
       const ac = new AbortController();
       const onSignal = (sig: string) => {
         logger.info(0, 'Received signal, shutting down', { signal: sig });
@@ -109,6 +69,6 @@ export function registerServicecidr(program: Command): void {
       process.once('SIGTERM', () => onSignal('SIGTERM'));
       process.once('SIGINT', () => onSignal('SIGINT'));
       await controller.run(ac.signal);
-      await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+      await server?.close();
     });
 }

@@ -11,12 +11,7 @@ import {
   type WorkloadKind,
 } from '../sysctl/render/admission-policy.js';
 import { parseLabelSelector } from '../sysctl/render/selector.js';
-import { CliExit, printJson } from './output.js';
-
-function usage(message: string): never {
-  process.stderr.write(`kubenode: ${message}\n`);
-  throw new CliExit(2);
-}
+import { out, printJson, badInput as usage } from './output.js';
 
 function format(o: { output?: string }): 'yaml' | 'json' {
   const f = o.output ?? 'yaml';
@@ -86,7 +81,7 @@ export function registerSysctlPolicy(sysctl: Command): void {
         }
         const objects = orUsage(() => file.render(overrides));
         if (f === 'json') printJson({ apiVersion: 'v1', kind: 'List', items: objects });
-        else process.stdout.write(objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+        else out(objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
       },
     );
 

@@ -3,10 +3,10 @@
 import type { Command } from 'commander';
 import { isKubenodeError } from '../errors.js';
 import { listPods, verifyMapping } from '../userns/index.js';
-import { addOutputOption, CliExit, outputFormat, printJson } from './output.js';
+import { addOutputOption, CliExit, out, outputFormat, printJson, warn } from './output.js';
 
 function fail(e: unknown): never {
-  process.stderr.write(`kubenode: ${(e as Error).message ?? String(e)}\n`);
+  warn((e as Error).message ?? String(e));
   throw new CliExit(isKubenodeError(e) ? 1 : 2);
 }
 
@@ -35,9 +35,7 @@ export function registerUserns(program: Command): void {
       const w0 = Math.max(...rows.map((r) => (r[0] ?? '').length));
       const w1 = Math.max(...rows.map((r) => (r[1] ?? '').length));
       for (const r of rows) {
-        process.stdout.write(
-          `${(r[0] ?? '').padEnd(w0)}  ${(r[1] ?? '').padEnd(w1)}  ${r[2] ?? ''}`.trimEnd() + '\n',
-        );
+        out(`${(r[0] ?? '').padEnd(w0)}  ${(r[1] ?? '').padEnd(w1)}  ${r[2] ?? ''}`.trimEnd() + '\n');
       }
     }
     if (pods.some((p) => p.error)) process.exitCode = 1;
@@ -57,7 +55,7 @@ export function registerUserns(program: Command): void {
     if (format === 'json') {
       printJson(r);
     } else {
-      process.stdout.write(
+      out(
         [
           `pod ${podUid}: mapping 0 -> ${r.hostId} (${r.length} IDs)`,
           `  inside the namespace:   uid ${r.insideUid} gid ${r.insideGid}`,

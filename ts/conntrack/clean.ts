@@ -1,15 +1,14 @@
 // kube-proxy's CleanStaleEntries: the whole list → match → delete pass runs in Rust in one call;
-// only the validated service/endpoint tables cross the boundary.
+// only the service/endpoint tables cross the boundary, and Rust checks them.
 import { performance } from 'node:perf_hooks';
-import { describe, KubenodeTypeError } from '../errors.js';
-import { Conntrack } from './client.js';
+import { assertString, describe, KubenodeTypeError } from '../errors.js';
+import { Conntrack, handleOf } from './client.js';
 import { conntrackError } from './errors.js';
-import { type ConntrackMetrics, conntrackMetrics } from './metrics.js';
+import type { ConntrackMetrics } from './metrics.js';
 import {
-  assertFamily,
   type EndpointsTable,
-  forFamily,
   type IPFamily,
+  nativeServices,
   type ServiceEntry,
   validateTables,
 } from './tables.js';
@@ -17,7 +16,10 @@ import {
 export interface CleanOptions {
   /** Select stale flows but delete nothing (no metrics are recorded). */
   dryRun?: boolean;
-  /** Where to record kube-proxy's metrics; `null` records none. Default: prom-client's registry. */
+  /**
+   * Where to record kube-proxy's metrics (`conntrackMetrics(registry)`). Default: none, so
+   * nothing lands in prom-client's global registry unless the caller asks for it.
+   */
   metrics?: ConntrackMetrics | null;
 }
 
@@ -53,11 +55,11 @@ export async function cleanStaleEntries(
   if (!(ct instanceof Conntrack)) {
     throw new KubenodeTypeError(`ct must be a Conntrack handle, got ${describe(ct)}`);
   }
-  assertFamily(family);
-  validateTables(family, services, endpoints);
-  let task: ReturnType<Conntrack['native']['cleanStale']>;
+  assertString('family', family);
+  validateTables(services, endpoints);
+  let task: ReturnType<ReturnType<typeof handleOf>['cleanStale']>;
   try {
-    task = ct.native.cleanStale(family, forFamily(family, services), endpoints, options.dryRun ?? false);
+    task = handleOf(ct).cleanStale(family, nativeServices(services), endpoints, options.dryRun ?? false);
   } catch (e) {
     throw conntrackError(e);
   }
@@ -65,7 +67,7 @@ export async function cleanStaleEntries(
   if (o.error) throw conntrackError(o.error);
   const seconds = (performance.now() - start) / 1000;
   if (!options.dryRun) {
-    const m = options.metrics === undefined ? conntrackMetrics() : options.metrics;
+    const m = options.metrics;
     if (m) {
       m.syncDuration.observe({ ip_family: family }, seconds);
       m.deletedEntries.inc({ ip_family: family }, o.deleted);

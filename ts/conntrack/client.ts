@@ -1,10 +1,10 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { assertInteger, describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
-import { ConntrackClosedError, ConntrackFamilyError, conntrackError } from './errors.js';
-import { assertFamily, assertPort, type IPFamily, ipFamilyOf } from './tables.js';
+import { ConntrackClosedError, conntrackError } from './errors.js';
+import { assertNumber, type IPFamily } from './tables.js';
 
 export interface FlowTuple {
   srcIP: string;
@@ -65,70 +65,62 @@ export interface Progress {
   deleted: number;
 }
 
-/** Fault injection for tests of the recovery paths (see the crate's `Faults`). */
-export interface Faults {
-  recvEintr?: number;
-  recvEnobufs?: number;
-  dumpIntr?: number;
-  trunc?: number;
-}
-
-const PROTOCOLS: Record<string, number> = { udp: 17, tcp: 6, sctp: 132 };
-
-export function protocolNumber(p: ListOptions['protocol']): number | undefined {
-  if (p === undefined) return undefined;
-  if (typeof p === 'number') return assertInteger('protocol', p, 0, 255);
-  const n = typeof p === 'string' ? PROTOCOLS[p.toLowerCase()] : undefined;
-  if (n === undefined)
-    throw new KubenodeTypeError(`protocol must be udp, tcp, sctp or a number, got ${describe(p)}`);
-  return n;
-}
-
 type NativeFlow = Parameters<NativeConntrack['delete']>[1][number];
 
-function toNativeFlow(family: IPFamily, f: Flow, i: number): NativeFlow {
+/** JS shape only; the binding checks integers and ranges, the core addresses and families. */
+export function toNativeFlow(f: Flow, i: number): NativeFlow {
   if (typeof f !== 'object' || f === null) throw new KubenodeTypeError(`flows[${i}] must be an object`);
   const tuple = (dir: 'forward' | 'reverse') => {
     const t = f[dir];
     if (typeof t !== 'object' || t === null)
       throw new KubenodeTypeError(`flows[${i}].${dir} must be an object`);
     for (const k of ['srcIP', 'dstIP'] as const) {
-      const fam = ipFamilyOf(`flows[${i}].${dir}.${k}`, t[k]);
-      if (fam !== family) {
-        throw new ConntrackFamilyError(
-          `flows[${i}].${dir}.${k}: ${t[k]} is not an ${family} address (family mismatch)`,
-        );
+      if (typeof t[k] !== 'string') {
+        throw new KubenodeTypeError(`flows[${i}].${dir}.${k}: invalid IP address ${describe(t[k])}`);
       }
     }
     return {
       srcIp: t.srcIP,
       dstIp: t.dstIP,
-      srcPort: assertPort(`flows[${i}].${dir}.srcPort`, t.srcPort),
-      dstPort: assertPort(`flows[${i}].${dir}.dstPort`, t.dstPort),
+      srcPort: assertNumber(`flows[${i}].${dir}.srcPort`, t.srcPort),
+      dstPort: assertNumber(`flows[${i}].${dir}.dstPort`, t.dstPort),
     };
   };
   return {
-    protocol: assertInteger(`flows[${i}].protocol`, f.protocol, 0, 255),
+    protocol: assertNumber(`flows[${i}].protocol`, f.protocol),
     forward: tuple('forward'),
     reverse: tuple('reverse'),
-    zone: assertInteger(`flows[${i}].zone`, f.zone ?? 0, 0, 65535),
-    id: f.id === undefined ? undefined : assertInteger(`flows[${i}].id`, f.id, 0, 0xffffffff),
-    mark: assertInteger(`flows[${i}].mark`, f.mark ?? 0, 0, 0xffffffff),
-    status: assertInteger(`flows[${i}].status`, f.status ?? 0, 0, 0xffffffff),
-    timeout: assertInteger(`flows[${i}].timeout`, f.timeout ?? 0, 0, 0xffffffff),
+    zone: assertNumber(`flows[${i}].zone`, f.zone ?? 0),
+    id: f.id === undefined ? undefined : assertNumber(`flows[${i}].id`, f.id),
+    mark: assertNumber(`flows[${i}].mark`, f.mark ?? 0),
+    status: assertNumber(`flows[${i}].status`, f.status ?? 0),
+    timeout: assertNumber(`flows[${i}].timeout`, f.timeout ?? 0),
   };
 }
 
-type NativeOutcome = { error?: { code: string; message: string } | null };
+type NativeOutcome = { error?: { code: string; kind: string; message: string } | null };
 
-function check<T extends NativeOutcome>(o: T): T {
+export function check<T extends NativeOutcome>(o: T): T {
   if (o.error) throw conntrackError(o.error);
   return o;
 }
 
+/**
+ * The raw handle of an open `Conntrack` (throws ConntrackClosedError once closed). Internal:
+ * `cleanStaleEntries` and the test hooks in `testing.ts` use it; the package does not export it.
+ */
+export let handleOf: (ct: Conntrack) => NativeConntrack;
+
 export class Conntrack {
   readonly #n: NativeConntrack;
   #closed = false;
+
+  static {
+    handleOf = (ct) => {
+      if (ct.#closed) throw new ConntrackClosedError();
+      return ct.#n;
+    };
+  }
 
   private constructor(n: NativeConntrack) {
     this.#n = n;
@@ -149,22 +141,17 @@ export class Conntrack {
     return new Conntrack(o.handle);
   }
 
-  /** The raw handle, for `cleanStaleEntries`. */
-  get native(): NativeConntrack {
-    if (this.#closed) throw new ConntrackClosedError();
-    return this.#n;
-  }
-
   async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
-    assertFamily(family);
-    const protocol = protocolNumber(options.protocol);
-    if (options.dstIP !== undefined && ipFamilyOf('dstIP', options.dstIP) !== family) {
-      throw new ConntrackFamilyError(`dstIP ${options.dstIP} is not an ${family} address (family mismatch)`);
+    assertString('family', family);
+    const { protocol, dstIP, dstPort } = options;
+    if (protocol !== undefined && typeof protocol !== 'string' && typeof protocol !== 'number') {
+      throw new KubenodeTypeError(`protocol must be udp, tcp, sctp or a number, got ${describe(protocol)}`);
     }
-    if (options.dstPort !== undefined) assertPort('dstPort', options.dstPort);
+    if (dstIP !== undefined) assertString('dstIP', dstIP);
+    if (dstPort !== undefined) assertNumber('dstPort', dstPort);
     let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
     try {
-      task = this.native.list(family, { protocol, dstIp: options.dstIP, dstPort: options.dstPort });
+      task = handleOf(this).list(family, { protocol, dstIp: dstIP, dstPort });
     } catch (e) {
       throw conntrackError(e);
     }
@@ -202,12 +189,12 @@ export class Conntrack {
 
   /** Deletes flows by exact original tuple + zone (guarded by `id`), batched. */
   async delete(family: IPFamily, flows: Flow[]): Promise<DeleteResult> {
-    assertFamily(family);
+    assertString('family', family);
     if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-    const nf = flows.map((f, i) => toNativeFlow(family, f, i));
+    const nf = flows.map((f, i) => toNativeFlow(f, i));
     let task: ReturnType<NativeConntrack['delete']>;
     try {
-      task = this.native.delete(family, nf);
+      task = handleOf(this).delete(family, nf);
     } catch (e) {
       throw conntrackError(e);
     }
@@ -225,41 +212,9 @@ export class Conntrack {
     return (await this.delete(family, flows)).deleted;
   }
 
-  /** Creates entries (tests and benchmarks); returns how many the kernel accepted. */
-  async createEntries(
-    family: IPFamily,
-    flows: Flow[],
-  ): Promise<{ created: number; failed: number; firstError?: string }> {
-    assertFamily(family);
-    if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-    const nf = flows.map((f, i) => toNativeFlow(family, f, i));
-    let task: ReturnType<NativeConntrack['create']>;
-    try {
-      task = this.native.create(family, nf);
-    } catch (e) {
-      throw conntrackError(e);
-    }
-    const o = check(await task);
-    return {
-      created: o.ok,
-      failed: o.failed + o.notFound,
-      ...(o.firstError ? { firstError: o.firstError } : {}),
-    };
-  }
-
   /** Progress of a running cleanup pass on this handle. */
   progress(): Progress {
     return this.#n.progress() as Progress;
-  }
-
-  /** Throws a `KubenodeError` (ERR_KUBENODE_CONFLICT) while an operation runs on the handle. */
-  injectFaults(faults: Faults): void {
-    const n = this.native;
-    try {
-      n.injectFaults(faults);
-    } catch (e) {
-      throw conntrackError(e);
-    }
   }
 
   get closed(): boolean {

@@ -1,5 +1,5 @@
-// Conntrack-specific typed errors. Binding failures arrive as `{ code, message }` outcomes and
-// become these (or the generic typed errors) here.
+// Conntrack-specific typed errors. Binding failures arrive as `{ code, kind, message }` outcomes
+// and become these (or the generic typed errors) here, by `code` and `kind`, never by message.
 import { fromNative, KubenodeError, type KubenodeErrorCode, KubenodeTypeError } from '../errors.js';
 
 /** An address or table of the wrong IP family for the requested cleanup. */
@@ -34,25 +34,31 @@ export class ConntrackClosedError extends KubenodeError {
   }
 }
 
-const CLOSED = 'the conntrack handle is closed';
+/** A task outcome's `error`, or the same shape from elsewhere (`kind` may be absent). */
+export interface NativeErrorLike {
+  code: string;
+  /** The core's class of failure (`family`, `closed`, `busy`, `permission`, …). */
+  kind?: string;
+  message: string;
+}
 
-/** Maps a task outcome's `{ code, message }` (or a thrown binding error) to a typed error. */
-export function conntrackError(e: { code: string; message: string } | unknown): Error {
-  const err =
-    e instanceof Error
-      ? fromNative(e)
-      : fromNative(
-          Object.assign(new Error((e as { message: string }).message), {
-            code: (e as { code: string }).code,
-          }),
-        );
+/** Maps a task outcome's `{ code, kind, message }` (or a thrown binding error) to a typed error. */
+export function conntrackError(e: NativeErrorLike | unknown): Error {
+  const outcome = !(e instanceof Error) && typeof e === 'object' && e !== null;
+  const kind = outcome ? (e as NativeErrorLike).kind : undefined;
+  const err = outcome
+    ? fromNative(
+        Object.assign(new Error((e as NativeErrorLike).message), {
+          code: (e as NativeErrorLike).code,
+        }),
+      )
+    : fromNative(e);
   if (err instanceof KubenodeError || err instanceof KubenodeTypeError) {
     const msg = err.message;
-    // The binding's only report of a handle closed while an operation was queued.
-    if (msg === CLOSED) return new ConntrackClosedError(msg, { cause: err });
+    if (kind === 'closed') return new ConntrackClosedError(msg, { cause: err });
     if (err.code === 'ERR_KUBENODE_PERMISSION') return new ConntrackPermissionError(msg, { cause: err });
     if (err.code === 'ERR_KUBENODE_UNSUPPORTED') return new ConntrackUnavailableError(msg, { cause: err });
-    if (err.code === 'ERR_KUBENODE_INVALID_ARG' && /famil/i.test(msg)) return new ConntrackFamilyError(msg);
+    if (kind === 'family') return new ConntrackFamilyError(msg);
     return err;
   }
   return err instanceof Error

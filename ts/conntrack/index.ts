@@ -4,7 +4,6 @@ export { type CleanOptions, type CleanResult, cleanStaleEntries } from './clean.
 export {
   Conntrack,
   type DeleteResult,
-  type Faults,
   type Flow,
   type FlowTuple,
   type ListOptions,
@@ -18,7 +17,14 @@ export {
   ConntrackPermissionError,
   ConntrackUnavailableError,
 } from './errors.js';
-export { endpointsTable, serviceEntries, servicePortName, sliceEntries, udpPortKeys } from './k8s.js';
+export {
+  endpointsTable,
+  type SlicePort,
+  serviceEntries,
+  servicePortName,
+  sliceEntries,
+  udpPortKeys,
+} from './k8s.js';
 export {
   type ConntrackMetrics,
   conntrackMetrics,
@@ -29,7 +35,7 @@ export {
 export { CleanupGate, type ReconcilerOptions, StaleFlowReconciler } from './reconciler.js';
 export {
   type ApplyOptions,
-  applySysctls,
+  applyConntrackSysctls,
   CONNTRACK_MAX_LIMIT,
   type ConntrackConfig,
   ConntrackSysctlError,
@@ -40,3 +46,4 @@ export {
   type SysctlAction,
 } from './sysctls.js';
 export type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';
+export type { WatchBackoff } from './watch.js';

@@ -1,6 +1,8 @@
 // kube-proxy's conntrack reconciler metrics (pkg/proxy/metrics), same names, help texts (with
 // component-base's stability prefix), label and buckets.
-import { Counter, register as defaultRegistry, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { describe, KubenodeTypeError } from '../errors.js';
+import { promClient } from '../peers.js';
 
 export const SYNC_DURATION = 'kubeproxy_conntrack_reconciler_sync_duration_seconds';
 export const DELETED_TOTAL = 'kubeproxy_conntrack_reconciler_deleted_entries_total';
@@ -15,8 +17,16 @@ export interface ConntrackMetrics {
 
 const byRegistry = new WeakMap<Registry, ConntrackMetrics>();
 
-/** The two metrics, registered once per registry (prom-client's global one by default). */
-export function conntrackMetrics(registry: Registry = defaultRegistry): ConntrackMetrics {
+/**
+ * The two metrics, registered once per registry. There is no default: an embedding agent's
+ * registry is its own, so kubenode registers nothing until told where (pass prom-client's
+ * global `register` to get upstream's process-wide behaviour).
+ */
+export function conntrackMetrics(registry: Registry): ConntrackMetrics {
+  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+    throw new KubenodeTypeError(`registry must be a prom-client Registry, got ${describe(registry)}`);
+  }
+  const { Counter, Histogram } = promClient();
   const existing = byRegistry.get(registry);
   if (existing) return existing;
   const m: ConntrackMetrics = {

@@ -1,22 +1,19 @@
 // StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
 // keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
 // (upstream's ConntrackCleanupRequired), per IP family.
-import {
-  CoreV1Api,
-  DiscoveryV1Api,
-  type Informer,
-  type KubeConfig,
-  makeInformer,
-  type ObjectCache,
-  type V1EndpointSlice,
-  type V1Service,
-} from '@kubernetes/client-node';
+import type { Informer, KubeConfig, ObjectCache, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { withUserAgent } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
+import { clientNode } from '../peers.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import type { IPFamily } from './tables.js';
 import { observeList, type WatchBackoff, WatchSupervisor } from './watch.js';
+
+/** User agent of every request the reconciler makes. */
+export const USER_AGENT = 'kubenode-conntrack-reconciler';
 
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
@@ -31,9 +28,20 @@ export interface ReconcilerOptions {
   watchBackoff?: WatchBackoff;
   /** Called after each cleanup pass. An exception it throws goes to `onError`. */
   onSync?: (family: IPFamily, result: CleanResult) => void;
-  /** Called with each failed pass or watch. An exception it throws is dropped. */
-  onError?: (err: unknown) => void;
+  /**
+   * Called with each failed pass or watch (`context.resource` names the failed watch's
+   * resource). An exception it throws is dropped.
+   */
+  onError?: (err: unknown, context?: { resource: string }) => void;
+  /**
+   * This node's name: a failed cleanup pass is then also a Warning Event (reason
+   * `ConntrackCleanupFailed`) about the Node, correlated like client-go's recorder. No Events
+   * without it.
+   */
+  nodeName?: string;
 }
+
+export const REASON_CLEANUP_FAILED = 'ConntrackCleanupFailed';
 
 /**
  * Upstream's `ConntrackCleanupRequired`: true when, since the last sync, the endpoints of a
@@ -74,6 +82,7 @@ function serviceKey(slice: V1EndpointSlice): string | undefined {
 export class StaleFlowReconciler {
   readonly #kc: KubeConfig;
   readonly #opts: ReconcilerOptions;
+  #events: EventRecorder | undefined;
   readonly #families: IPFamily[];
   #services?: Informer<V1Service> & ObjectCache<V1Service>;
   #slices?: Informer<V1EndpointSlice> & ObjectCache<V1EndpointSlice>;
@@ -87,10 +96,12 @@ export class StaleFlowReconciler {
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
+  #servicesSynced = false;
+  #slicesSynced = false;
   syncs = 0;
 
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
-    this.#kc = kubeConfig;
+    this.#kc = withUserAgent(kubeConfig, USER_AGENT);
     this.#opts = options;
     this.#families = options.families ?? ['IPv4', 'IPv6'];
     for (const f of this.#families) this.#gates.set(f, new CleanupGate());
@@ -99,6 +110,7 @@ export class StaleFlowReconciler {
   async start(): Promise<void> {
     this.#ct = this.#opts.conntrack ?? (await Conntrack.open());
     this.#ownCt = this.#opts.conntrack === undefined;
+    const { CoreV1Api, DiscoveryV1Api, makeInformer } = clientNode();
     const core = this.#kc.makeApiClient(CoreV1Api);
     const disc = this.#kc.makeApiClient(DiscoveryV1Api);
     // Each informer's list success resets only its own backoff.
@@ -140,15 +152,26 @@ export class StaleFlowReconciler {
     this.#services.on('add', onService);
     this.#services.on('update', onService);
     this.#services.on('delete', onService);
-    const report = (err: unknown) => this.#report(err);
+    const report = (resource: string) => (err: unknown) => this.#report(err, { resource });
     const backoff = this.#opts.watchBackoff;
-    const services = new WatchSupervisor(this.#services, report, backoff);
-    const slices = new WatchSupervisor(this.#slices, report, backoff);
-    servicesListed = () => services.healthy();
-    slicesListed = () => slices.healthy();
+    const services = new WatchSupervisor(this.#services, report('services'), backoff);
+    const slices = new WatchSupervisor(this.#slices, report('endpointslices'), backoff);
+    servicesListed = () => {
+      this.#servicesSynced = true;
+      services.healthy();
+    };
+    slicesListed = () => {
+      this.#slicesSynced = true;
+      slices.healthy();
+    };
     this.#watches = [services, slices];
     await Promise.all([services.start(), slices.start()]);
     this.#schedule(0);
+  }
+
+  /** True once both Services and EndpointSlices have been listed (the caches are filled). */
+  get synced(): boolean {
+    return this.#servicesSynced && this.#slicesSynced;
   }
 
   /** Restart attempts of failed watches so far. */
@@ -156,11 +179,26 @@ export class StaleFlowReconciler {
     return this.#watches.reduce((n, w) => n + w.restarts, 0);
   }
 
+  /** A Warning Event about this Node (kube-proxy's node reference: the name doubles as UID). */
+  #cleanupFailed(family: IPFamily, err: unknown): void {
+    const node = this.#opts.nodeName;
+    if (!node) return;
+    this.#events ??= new EventRecorder({
+      core: this.#kc.makeApiClient(clientNode().CoreV1Api),
+      source: { component: USER_AGENT, host: node },
+      fieldManager: USER_AGENT,
+      // Event write failures reach onError like any other failure.
+      log: { info() {}, error: (msg, e) => this.#report(e instanceof Error ? e : new Error(msg)) },
+    });
+    const message = `${family} conntrack cleanup failed: ${err instanceof Error ? err.message : String(err)}`;
+    void this.#events.warning({ kind: 'Node', name: node, uid: node }, REASON_CLEANUP_FAILED, message);
+  }
+
   /** Hands an error to `onError`; the callback's own exception must not take the process down. */
-  #report(err: unknown): void {
+  #report(err: unknown, context?: { resource: string }): void {
     if (this.#stopped) return;
     try {
-      this.#opts.onError?.(err);
+      this.#opts.onError?.(err, context);
     } catch {
       // Nothing left to tell: the error callback itself failed.
     }
@@ -222,6 +260,9 @@ export class StaleFlowReconciler {
         const r = await cleanStaleEntries(ct, family, entries, endpointsTable(slices, family), {
           dryRun: this.#opts.dryRun ?? false,
           ...(this.#opts.metrics !== undefined ? { metrics: this.#opts.metrics } : {}),
+        }).catch((e: unknown) => {
+          this.#cleanupFailed(family, e);
+          throw e;
         });
         this.syncs++;
         this.#opts.onSync?.(family, r);
@@ -236,10 +277,12 @@ export class StaleFlowReconciler {
     while (this.#timer || this.#syncing) {
       await (this.#syncing ?? new Promise((r) => setTimeout(r, 20)));
     }
+    await this.#events?.flush();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#events?.shutdown();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#syncing;

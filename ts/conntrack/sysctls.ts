@@ -132,7 +132,7 @@ async function readInt(path: string): Promise<number> {
  * Each sysctl is written only when it differs. The first error stops the sequence and is
  * thrown as a ConntrackSysctlError.
  */
-export async function applySysctls(
+export async function applyConntrackSysctls(
   config: ConntrackConfig,
   options: ApplyOptions = {},
 ): Promise<SysctlAction[]> {

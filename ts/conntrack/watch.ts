@@ -87,6 +87,9 @@ export class WatchSupervisor<T extends KubernetesObject> {
     } finally {
       this.#starting = false;
     }
+    // A stop() during the list or while the watch connected found no request to abort, and
+    // client-node opens the watch anyway: abort it now, or it keeps the process alive.
+    if (this.#stopped) await this.#inf.stop();
   }
 
   /** First start: lists, then watches. A failure is reported and retried like any other. */

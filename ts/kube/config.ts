@@ -5,8 +5,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { delimiter, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { KubenodeError } from '../errors.js';
+import { clientNode } from '../peers.js';
 
 /** The service-account directory every pod gets (client-go's `rest.InClusterConfig`). */
 export const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -27,16 +28,18 @@ function configError(message: string, cause?: unknown): KubenodeError {
 }
 
 function fromFiles(files: string[], what: string): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   try {
     kc.loadFromFile(files[0] as string);
     for (const f of files.slice(1)) {
-      const more = new KubeConfig();
+      const more = new (clientNode().KubeConfig)();
       more.loadFromFile(f);
       kc.mergeConfig(more);
     }
   } catch (e) {
-    throw configError(`cannot load kubeconfig ${what}: ${(e as Error).message}`, e);
+    // client-node reports an empty or non-mapping file as a TypeError from its own internals.
+    const why = e instanceof TypeError ? 'not a kubeconfig document' : (e as Error).message;
+    throw configError(`cannot load kubeconfig ${what}: ${why}`, e);
   }
   if (!kc.getCurrentCluster()?.server) {
     throw configError(`kubeconfig ${what} has no current cluster with a server`);
@@ -79,7 +82,7 @@ export function inClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeConfi
   const namespaceFile = join(dir, 'namespace');
   const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : undefined;
   const server = `https://${isIPv6(host) ? `[${host}]` : host}:${port}`;
-  const kc = new KubeConfig();
+  const kc = new (clientNode().KubeConfig)();
   kc.loadFromOptions({
     clusters: [{ name: 'inCluster', server, caFile, skipTLSVerify: false }],
     users: [{ name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } }],

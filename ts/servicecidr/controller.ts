@@ -2,21 +2,14 @@
 // protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
 // finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
 // grace period, so allocators have seen the deletion before the range disappears.
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  NetworkingV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1IPAddress,
-  type V1ServiceCIDR,
-} from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
+import type { KubeConfig, NetworkingV1Api, V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
+import { withUserAgent } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
+import { clientNode, promClient } from '../peers.js';
 import { CIDRIndex } from './cidr.js';
-import { EventRecorder } from './events.js';
 import { attachHandlers } from './index-sync.js';
 import { ResilientInformer } from './informer.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
@@ -26,6 +19,8 @@ import type { RateLimiter } from './ratelimit.js';
 import { RateLimitingQueue } from './workqueue.js';
 
 export const CONTROLLER_NAME = 'service-cidr-controller';
+/** User agent and field manager of every write but the status apply (which is upstream's). */
+export const FIELD_MANAGER = 'kubenode-servicecidr-controller';
 export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
 export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
 export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
@@ -115,19 +110,28 @@ export class ServiceCIDRController {
     if (!o || typeof o.kubeConfig?.makeApiClient !== 'function') {
       throw new KubenodeTypeError('kubeConfig must be a KubeConfig');
     }
-    this.#kc = o.kubeConfig;
+    this.#kc = withUserAgent(o.kubeConfig, FIELD_MANAGER);
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
-    this.registry = o.registry ?? new Registry();
+    this.registry = o.registry ?? new (promClient().Registry)();
     this.#log = o.logger ?? klogLogger(0);
     this.#metrics = new WorkqueueMetrics(this.registry);
     this.#rateLimiter = o.rateLimiter;
+    const { CoordinationV1Api, CoreV1Api, NetworkingV1Api } = clientNode();
     this.#api = this.#kc.makeApiClient(NetworkingV1Api);
-    this.#events = new EventRecorder(this.#kc.makeApiClient(CoreV1Api), CONTROLLER_NAME, this.#log);
+    this.#events = new EventRecorder({
+      core: this.#kc.makeApiClient(CoreV1Api),
+      source: { component: CONTROLLER_NAME },
+      fieldManager: FIELD_MANAGER,
+      log: this.#log,
+    });
     if (o.leaderElection) {
       const opts = o.leaderElection === true ? {} : o.leaderElection;
-      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, opts);
+      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, {
+        fieldManager: FIELD_MANAGER,
+        ...opts,
+      });
     }
   }
 
@@ -142,6 +146,14 @@ export class ServiceCIDRController {
   /** True while this instance's workers are running (always false for a non-leader). */
   get active(): boolean {
     return this.#running;
+  }
+
+  /**
+   * For `/readyz`: a follower is ready (it has nothing to sync); the leader once both
+   * informers have synced and its workers run.
+   */
+  get ready(): boolean {
+    return this.elector && !this.elector.isLeader ? true : this.#running;
   }
 
   /** Runs until `signal` aborts (with leader election: only while holding the lease). */
@@ -302,12 +314,20 @@ export class ServiceCIDRController {
         ServiceCIDR: name,
         error: describeError(e),
       });
-      await this.#events.warning(
-        cidr,
-        'KubernetesServiceCIDRError',
-        'The ServiceCIDR Status can not be set to Ready=True',
-        signal,
-      );
+      // Not awaited: the recorder writes in the background, as client-go's broadcaster does. A
+      // term that has ended records nothing more.
+      if (!signal.aborted)
+        void this.#events.warning(
+          {
+            apiVersion: 'networking.k8s.io/v1',
+            kind: 'ServiceCIDR',
+            name,
+            uid: cidr.metadata?.uid,
+            resourceVersion: cidr.metadata?.resourceVersion,
+          },
+          'KubernetesServiceCIDRError',
+          'The ServiceCIDR Status can not be set to Ready=True',
+        );
       throw e;
     }
   }
@@ -351,8 +371,8 @@ export class ServiceCIDRController {
     signal.throwIfAborted();
     try {
       await this.#api.patchServiceCIDR(
-        { name, body },
-        withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+        { name, body, fieldManager: FIELD_MANAGER },
+        withSignal(signal, patchHeader('StrategicMergePatch')),
       );
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
@@ -393,7 +413,13 @@ export class ServiceCIDRController {
           status: { conditions: [{ ...c, lastTransitionTime: new Date() }] },
         },
       },
-      withSignal(signal, setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply)),
+      withSignal(signal, patchHeader('ServerSideApply')),
     );
   }
+}
+
+/** The Content-Type option of a patch request (client-node loads on first use). */
+function patchHeader(strategy: 'StrategicMergePatch' | 'ServerSideApply') {
+  const { PatchStrategy, setHeaderOptions } = clientNode();
+  return setHeaderOptions('Content-Type', PatchStrategy[strategy]);
 }

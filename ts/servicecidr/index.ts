@@ -33,7 +33,7 @@ export {
 } from './controller.js';
 export { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 export { formatLine, type KeyValues, klogLogger, type Logger, silentLogger } from './logger.js';
-export { WorkqueueMetrics } from './metrics.js';
+export { type QueueMetrics, type QueueMetricsProvider, WorkqueueMetrics } from './metrics.js';
 export {
   BucketRateLimiter,
   defaultControllerRateLimiter,

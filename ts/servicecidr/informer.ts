@@ -3,12 +3,14 @@
 // resourceVersion; a 410 makes it relist and report vanished objects as deletions). The backoff
 // resets only once the server answered: a successful list or a watch event. client-node fires
 // `connect` at the start of every attempt, failed ones included, so that is no sign of health.
-import {
-  type KubeConfig,
-  type KubernetesObject,
-  type ListPromise,
-  makeInformer,
+import type {
+  Informer,
+  KubeConfig,
+  KubernetesObject,
+  ListPromise,
+  ObjectCache,
 } from '@kubernetes/client-node';
+import { clientNode } from '../peers.js';
 import type { Logger } from './logger.js';
 
 export interface InformerHandlers<T> {
@@ -18,7 +20,7 @@ export interface InformerHandlers<T> {
 }
 
 export class ResilientInformer<T extends KubernetesObject> {
-  readonly #inf: ReturnType<typeof makeInformer<T>>;
+  readonly #inf: Informer<T> & ObjectCache<T>;
   readonly #kind: string;
   readonly #log: Logger;
   #stopped = false;
@@ -33,7 +35,7 @@ export class ResilientInformer<T extends KubernetesObject> {
       this.#backoffMs = 0;
       return r;
     };
-    this.#inf = makeInformer<T>(kubeConfig, path, listed);
+    this.#inf = clientNode().makeInformer<T>(kubeConfig, path, listed);
     this.#kind = kind;
     this.#log = log;
     this.#inf.on('error', (err) => this.#onError(err));
@@ -91,6 +93,9 @@ export class ResilientInformer<T extends KubernetesObject> {
     } finally {
       this.#inf.off('error', onErr);
     }
+    // A stop() during the list or while the watch connected found no request to abort, and
+    // client-node opens the watch anyway: abort it now, or it keeps the process alive.
+    if (this.#stopped) await this.#inf.stop();
     if (!failed && !this.#synced && !this.#stopped) {
       this.#synced = true;
       for (const w of this.#syncWaiters.splice(0)) w();

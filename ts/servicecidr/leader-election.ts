@@ -8,9 +8,10 @@
 // where another candidate may take the lease.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { KubenodeRangeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
+import { clientNode } from '../peers.js';
 import type { Logger } from './logger.js';
 
 export interface LeaderElectionOptions {
@@ -26,6 +27,8 @@ export interface LeaderElectionOptions {
   retryPeriodMs?: number;
   /** Give the lease up on a clean stop so another instance takes over at once (default true). */
   releaseOnCancel?: boolean;
+  /** Field manager of the Lease writes (the controller passes its own). */
+  fieldManager?: string;
 }
 
 function statusCode(e: unknown): number | undefined {
@@ -54,6 +57,7 @@ export class LeaderElector {
   readonly #renewMs: number;
   readonly #retryMs: number;
   readonly #release: boolean;
+  readonly #fieldManager: string | undefined;
   #observed: string | undefined;
   #observedAt = 0;
   #isLeader = false;
@@ -70,6 +74,7 @@ export class LeaderElector {
     this.#renewMs = o.renewDeadlineMs ?? 10_000;
     this.#retryMs = o.retryPeriodMs ?? 2_000;
     this.#release = o.releaseOnCancel ?? true;
+    this.#fieldManager = o.fieldManager;
     if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
       throw new KubenodeRangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
     }
@@ -149,7 +154,7 @@ export class LeaderElector {
 
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const opts = withSignal(signal);
-    const now = new V1MicroTime(Date.now());
+    const now = microTime(Date.now());
     const leaseSeconds = Math.max(1, Math.ceil(this.#leaseMs / 1000));
     let lease: V1Lease;
     try {
@@ -166,6 +171,7 @@ export class LeaderElector {
         await this.api.createNamespacedLease(
           {
             namespace: this.namespace,
+            fieldManager: this.#fieldManager,
             body: {
               metadata: { name: this.name, namespace: this.namespace },
               spec: {
@@ -200,12 +206,12 @@ export class LeaderElector {
       holderIdentity: this.identity,
       leaseDurationSeconds: leaseSeconds,
       renewTime: now,
-      acquireTime: mine && spec.acquireTime ? new V1MicroTime(new Date(spec.acquireTime).getTime()) : now,
+      acquireTime: mine && spec.acquireTime ? microTime(new Date(spec.acquireTime).getTime()) : now,
       leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
       const updated = await this.api.replaceNamespacedLease(
-        { name: this.name, namespace: this.namespace, body: lease },
+        { name: this.name, namespace: this.namespace, body: lease, fieldManager: this.#fieldManager },
         opts,
       );
       const s = updated.spec ?? {};
@@ -229,7 +235,7 @@ export class LeaderElector {
     try {
       const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
       if (lease.spec?.holderIdentity !== this.identity) return;
-      const now = new V1MicroTime(Date.now());
+      const now = microTime(Date.now());
       lease.spec = {
         ...lease.spec,
         holderIdentity: '',
@@ -238,7 +244,7 @@ export class LeaderElector {
         acquireTime: now,
       };
       await this.api.replaceNamespacedLease(
-        { name: this.name, namespace: this.namespace, body: lease },
+        { name: this.name, namespace: this.namespace, body: lease, fieldManager: this.#fieldManager },
         opts,
       );
       this.log.info(0, 'released leader lease', { lease: `${this.namespace}/${this.name}` });
@@ -246,4 +252,9 @@ export class LeaderElector {
       this.log.error('Failed to release lock', e);
     }
   }
+}
+
+/** client-node's `V1MicroTime` (loaded with the client, not at import). */
+function microTime(ms: number): V1MicroTime {
+  return new (clientNode().V1MicroTime)(ms);
 }

@@ -1,5 +1,6 @@
 // client-go workqueue metrics (component-base `workqueue_*` names and buckets) on prom-client.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { promClient } from '../peers.js';
 
 /** What a queue reports; one instance per registry, labelled by queue name. */
 export interface QueueMetricsProvider {
@@ -28,6 +29,7 @@ export class WorkqueueMetrics implements QueueMetricsProvider {
   readonly #inflight = new Map<string, () => { unfinishedSeconds: number; longestSeconds: number }>();
 
   constructor(registry: Registry) {
+    const { Counter, Gauge, Histogram } = promClient();
     const registers = [registry];
     this.#depth = new Gauge({
       name: 'workqueue_depth',

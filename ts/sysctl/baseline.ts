@@ -1,33 +1,10 @@
 // Pod Security Admission, baseline check `sysctls` (policy/check_sysctls.go): exact-name
-// membership in the allowed set of the policy version; no normalisation, no host flags.
-import { describe, KubenodeTypeError } from '../errors.js';
+// membership in the allowed set of the policy version; no normalisation, no host flags. The
+// sets per version come from the core's safe-sysctl table.
+import { callNative, describe, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
 import { podSysctls, sysctlNames } from './pod.js';
 import type { PodLike } from './types.js';
-
-const ADDED: ReadonlyArray<readonly [number, readonly string[]]> = [
-  [
-    0,
-    [
-      'kernel.shm_rmid_forced',
-      'net.ipv4.ip_local_port_range',
-      'net.ipv4.tcp_syncookies',
-      'net.ipv4.ping_group_range',
-      'net.ipv4.ip_unprivileged_port_start',
-    ],
-  ],
-  [27, ['net.ipv4.ip_local_reserved_ports']],
-  [
-    29,
-    [
-      'net.ipv4.tcp_keepalive_time',
-      'net.ipv4.tcp_fin_timeout',
-      'net.ipv4.tcp_keepalive_intvl',
-      'net.ipv4.tcp_keepalive_probes',
-    ],
-  ],
-  [32, ['net.ipv4.tcp_rmem', 'net.ipv4.tcp_wmem']],
-  [37, ['net.ipv4.tcp_slow_start_after_idle', 'net.ipv4.tcp_notsent_lowat']],
-];
 
 export interface CheckResult {
   allowed: boolean;
@@ -35,19 +12,25 @@ export interface CheckResult {
   forbiddenDetail?: string;
 }
 
+function policyVersion(version: string): string {
+  if (typeof version !== 'string') {
+    throw new KubenodeTypeError(`policy version must be "latest" or "v1.<minor>", got ${describe(version)}`);
+  }
+  return version;
+}
+
 /** PSA policy version: `latest` or `v1.<minor>`; returns the minor (Infinity for latest). */
 export function parsePolicyVersion(version: string): number {
-  if (version === 'latest') return Number.POSITIVE_INFINITY;
-  const m = typeof version === 'string' ? /^v1\.(0|[1-9][0-9]*)$/.exec(version) : null;
-  if (!m)
-    throw new KubenodeTypeError(`policy version must be "latest" or "v1.<minor>", got ${describe(version)}`);
-  return Number(m[1]);
+  const v = policyVersion(version);
+  // Validated by the core, which owns the format.
+  callNative(() => native.sysctlBaselineAllowlist(v));
+  return v === 'latest' ? Number.POSITIVE_INFINITY : Number(v.slice(3));
 }
 
 /** Sysctls the baseline level allows at `version`. */
 export function baselineAllowedSysctls(version: string): string[] {
-  const minor = parsePolicyVersion(version);
-  return ADDED.filter(([v]) => v <= minor).flatMap(([, names]) => names);
+  const v = policyVersion(version);
+  return callNative(() => native.sysctlBaselineAllowlist(v));
 }
 
 /** The baseline `sysctls` check of a pod at a policy version. */

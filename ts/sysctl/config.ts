@@ -15,13 +15,15 @@ export interface KubeletSysctlConfig {
   allowedUnsafeSysctls?: string | readonly string[];
   /** Kernel version for the safe list; default: the running kernel. */
   kernelVersion?: string;
+  /** Kubernetes release of the kubelet, for the safe list; default: the newest kubenode knows. */
+  kubernetesVersion?: string;
 }
 
 /** Safe list + allowed unsafe sysctls → allowlist, or a `SysctlAllowlistError` naming the flag. */
 export function allowlistFromKubeletConfig(config: KubeletSysctlConfig = {}): SysctlAllowlist {
   const raw = config.allowedUnsafeSysctls ?? [];
   const unsafe = typeof raw === 'string' ? parseAllowedUnsafeSysctls(raw) : [...raw];
-  const safe = safeSysctlAllowlist(config.kernelVersion);
+  const safe = safeSysctlAllowlist(config.kernelVersion, { kubernetesVersion: config.kubernetesVersion });
   try {
     return newAllowlist([...safe, ...unsafe]);
   } catch (e) {

@@ -35,6 +35,7 @@ export { allowlistFromKubeletConfig, type KubeletSysctlConfig, parseAllowedUnsaf
 export {
   parseKernelVersion,
   type SafeSysctlList,
+  type SafeSysctlOptions,
   type SafeSysctlRow,
   safeSysctlAllowlist,
   safeSysctlList,

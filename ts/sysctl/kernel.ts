@@ -1,12 +1,12 @@
 // Kernel-gated safe sysctl list (pkg/kubelet/sysctl/safe_sysctls.go).
-import { assertString, callNative } from '../errors.js';
+import { assertString, callNative, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
 
 export interface SafeSysctlRow {
   name: string;
   /** Minimum kernel where it is namespaced; undefined = always safe. */
   minKernel?: string;
-  /** Kubernetes release that made it safe. */
+  /** Kubernetes release that made it safe (`1.<minor>`). */
   since: string;
 }
 
@@ -28,31 +28,58 @@ export function parseKernelVersion(version: string): number[] {
   return callNative(() => native.sysctlParseKernelVersion(version));
 }
 
+/** Options of the safe list. */
+export interface SafeSysctlOptions {
+  /**
+   * Kubernetes release whose list to use (`v1.36`, `1.37`, `v1.36.3`); default: the newest
+   * kubenode knows (v1.37). A v1.36 kubelet lacks two rows v1.37 has, so a node on v1.36
+   * must be judged with v1.36's list.
+   */
+  kubernetesVersion?: string;
+}
+
 export interface SafeSysctlList {
   names: string[];
+  /** Kubernetes release the list is for (`v1.<minor>`). */
+  kubernetesVersion: string;
   /** Kernel used (dotted numeric components); undefined when detection failed. */
   kernel?: string;
   /** Why detection failed; upstream then keeps only the ungated rows. */
   kernelError?: string;
 }
 
-/** Safe list with details (kernel used, detection error). */
-export function safeSysctlList(kernelVersion?: string): SafeSysctlList {
+function kubernetesVersionOf(options: SafeSysctlOptions | undefined): string | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) {
+    throw new KubenodeTypeError(`options must be an object, got ${describe(options)}`);
+  }
+  const v = options.kubernetesVersion;
+  if (v !== undefined) assertString('kubernetesVersion', v);
+  return v;
+}
+
+/** Safe list with details (Kubernetes release and kernel used, detection error). */
+export function safeSysctlList(kernelVersion?: string, options?: SafeSysctlOptions): SafeSysctlList {
   if (kernelVersion !== undefined) assertString('kernelVersion', kernelVersion);
-  const r = callNative(() => native.sysctlSafeAllowlist(kernelVersion));
+  const k8s = kubernetesVersionOf(options);
+  const r = callNative(() => native.sysctlSafeAllowlist(kernelVersion, k8s));
   return {
     names: r.names,
+    kubernetesVersion: r.kubernetesVersion,
     ...(r.kernel ? { kernel: r.kernel } : {}),
     ...(r.kernelError ? { kernelError: r.kernelError } : {}),
   };
 }
 
 /**
- * `SafeSysctlAllowlist()`: for `kernelVersion`, or the running kernel (read from
- * `/proc/sys/kernel/osrelease`; if that fails, only the ungated rows, like upstream).
- * Returns [] on non-Linux platforms, as upstream does.
+ * `SafeSysctlAllowlist()` of a Kubernetes release (default: the newest kubenode knows): for
+ * `kernelVersion`, or the running kernel (read from `/proc/sys/kernel/osrelease`; if that fails,
+ * only the ungated rows, like upstream). Returns [] on non-Linux platforms, as upstream does.
  */
-export function safeSysctlAllowlist(kernelVersion?: string): string[] {
-  if (kernelVersion === undefined && process.platform !== 'linux') return [];
-  return safeSysctlList(kernelVersion).names;
+export function safeSysctlAllowlist(kernelVersion?: string, options?: SafeSysctlOptions): string[] {
+  if (kernelVersion === undefined && process.platform !== 'linux') {
+    kubernetesVersionOf(options);
+    return [];
+  }
+  return safeSysctlList(kernelVersion, options).names;
 }

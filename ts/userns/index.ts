@@ -1,4 +1,6 @@
 // User-namespace manager (kubelet pkg/kubelet/userns) with kubelet-compatible per-pod files.
+
+export type { UsernsVerifyReport } from '../binding.js';
 export { UsernsError, type UsernsErrorKind } from './errors.js';
 export { encodeFile, type ListedPod, layout, listPods, parseFile } from './files.js';
 export {

@@ -16,7 +16,7 @@ fn filled(fraction: f64) -> AllocationBitmap {
     .expect("valid size");
     let target = (SLOTS as f64 * fraction) as usize;
     while map.count() < target {
-        map.allocate_next();
+        map.allocate_next().unwrap();
     }
     map
 }
@@ -26,7 +26,7 @@ fn cycle(c: &mut Criterion) {
         let mut map = filled(fraction);
         c.bench_function(&format!("allocate_next+release/{name}"), |b| {
             b.iter(|| {
-                let i = map.allocate_next().expect("a free slot");
+                let i = map.allocate_next().unwrap().expect("a free slot");
                 map.release(black_box(i));
             })
         });

@@ -30,7 +30,7 @@ fn prefill(count: usize) -> AllocationBitmap {
 
 fn cycle(m: &mut AllocationBitmap, n: usize) {
     for _ in 0..n {
-        if let Some(i) = m.allocate_next() {
+        if let Some(i) = m.allocate_next().unwrap() {
             m.release(black_box(i));
         }
     }

@@ -42,16 +42,9 @@ impl AllocationBitmap {
                 limit: MAX_SLOTS,
             });
         }
-        if let Strategy::RandomScan { offset } = strategy {
-            // Upstream requires it ("must be always smaller than the bitmap size") and panics
-            // in rand.Intn otherwise.
-            if offset > 0 && offset as u64 >= max {
-                return Err(BitmapError::InvalidOffset {
-                    offset: offset as u64,
-                    max,
-                });
-            }
-        }
+        // An offset at or past `max` is accepted, as upstream's NewAllocationMapWithOffset does
+        // (its own TestSnapshotAndRestore builds such a map): restore, has and count work;
+        // only allocate_next refuses, where upstream would panic in rand.Intn.
         let max = max as usize;
         Ok(Self {
             max,
@@ -96,13 +89,29 @@ impl AllocationBitmap {
         Ok(self.bits.set(i as usize))
     }
 
-    /// Reserves a free slot chosen by the strategy; `None` when the map is full.
-    pub fn allocate_next(&mut self) -> Option<usize> {
-        let i = self
+    /// Reserves a free slot chosen by the strategy; `Ok(None)` when the map is full. A random
+    /// scan whose offset is not below `max` has no block to start in: upstream panics there
+    /// (rand.Intn of a non-positive bound) once the map is not full; this is `InvalidOffset`.
+    pub fn allocate_next(&mut self) -> Result<Option<usize>, BitmapError> {
+        if self.count() >= self.max {
+            return Ok(None);
+        }
+        if let Strategy::RandomScan { offset } = self.strategy {
+            if offset > 0 && offset >= self.max {
+                return Err(BitmapError::InvalidOffset {
+                    offset: offset as u64,
+                    max: self.max as u64,
+                });
+            }
+        }
+        let Some(i) = self
             .strategy
-            .pick(&self.bits, self.max, self.count(), &mut self.rng)?;
+            .pick(&self.bits, self.max, self.count(), &mut self.rng)
+        else {
+            return Ok(None);
+        };
         self.bits.set(i);
-        Some(i)
+        Ok(Some(i))
     }
 
     /// Frees slot `i`; a clear or out-of-range slot is a no-op. Returns whether a bit was cleared.

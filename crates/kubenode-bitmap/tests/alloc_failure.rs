@@ -101,7 +101,7 @@ fn restore_in_place_replaces_content() {
     )
     .expect("valid");
     for _ in 0..m.max() {
-        m.allocate_next().expect("free slot");
+        m.allocate_next().unwrap().expect("free slot");
     }
     let (range, _) = m.snapshot();
     let mut one =
@@ -111,5 +111,5 @@ fn restore_in_place_replaces_content() {
     m.restore(&range, &data).expect("restore");
     assert_eq!(m.count(), 1);
     assert_eq!(m.iter().collect::<Vec<_>>(), vec![4096]);
-    assert_eq!(m.allocate_next(), Some(0));
+    assert_eq!(m.allocate_next().unwrap(), Some(0));
 }

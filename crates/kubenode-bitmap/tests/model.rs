@@ -45,7 +45,7 @@ proptest! {
                 Op::Next => {
                     let free_upper = model[offset..].iter().any(|b| !b);
                     let free_any = model.iter().any(|b| !b);
-                    match m.allocate_next() {
+                    match m.allocate_next().unwrap() {
                         Some(i) => {
                             prop_assert!(!model[i]);
                             // The reserved block is used only when the rest is full.
@@ -80,6 +80,6 @@ proptest! {
         for (i, &b) in bits.iter().enumerate() {
             if b { m.allocate(i as i64).unwrap(); }
         }
-        prop_assert_eq!(m.allocate_next(), bits.iter().position(|b| !b));
+        prop_assert_eq!(m.allocate_next().unwrap(), bits.iter().position(|b| !b));
     }
 }

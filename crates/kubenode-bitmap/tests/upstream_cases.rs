@@ -21,17 +21,21 @@ fn allocate_next_until_full() {
         let mut m = map(max, offset);
         let mut seen = HashSet::new();
         for _ in 0..max {
-            let i = m.allocate_next().expect("a free slot");
+            let i = m.allocate_next().unwrap().expect("a free slot");
             assert!(i < max as usize);
             assert!(seen.insert(i), "slot {i} handed out twice");
         }
         assert_eq!(m.free(), 0);
-        assert_eq!(m.allocate_next(), None, "full map hands out nothing");
+        assert_eq!(
+            m.allocate_next().unwrap(),
+            None,
+            "full map hands out nothing"
+        );
         let first = *seen.iter().next().expect("non-empty");
         assert!(m.release(first));
         assert_eq!(m.free(), 1);
         assert_eq!(
-            m.allocate_next(),
+            m.allocate_next().unwrap(),
             Some(first),
             "the only free slot comes back"
         );
@@ -45,7 +49,7 @@ fn allocate_max_then_next_fails() {
         for i in 0..max as i64 {
             assert_eq!(m.allocate(i), Ok(true));
         }
-        assert_eq!(m.allocate_next(), None);
+        assert_eq!(m.allocate_next().unwrap(), None);
         assert_eq!(m.free(), 0);
         assert_eq!(m.count(), max as usize);
     }
@@ -109,7 +113,7 @@ fn snapshot_and_restore() {
         let mut m = map(max, offset);
         let mut taken = Vec::new();
         for _ in 0..max / 2 {
-            taken.push(m.allocate_next().expect("free"));
+            taken.push(m.allocate_next().unwrap().expect("free"));
         }
         taken.sort_unstable();
         let (spec, data) = m.snapshot();
@@ -188,33 +192,33 @@ fn offset_block_is_used_last() {
     let (max, offset) = (128u64, 16usize);
     let mut m = map(max, offset);
     for _ in 0..(max as usize - offset) {
-        let i = m.allocate_next().expect("free");
+        let i = m.allocate_next().unwrap().expect("free");
         assert!(
             i >= offset,
             "slot {i} from the reserved block before the rest was full"
         );
     }
     for _ in 0..offset {
-        let i = m.allocate_next().expect("free");
+        let i = m.allocate_next().unwrap().expect("free");
         assert!(i < offset);
     }
-    assert_eq!(m.allocate_next(), None);
+    assert_eq!(m.allocate_next().unwrap(), None);
 
     let mut m = map(max, offset);
     for i in 0..offset as i64 {
         m.allocate(i).expect("in range");
     }
     for _ in 0..(max as usize - offset) {
-        assert!(m.allocate_next().is_some());
+        assert!(m.allocate_next().unwrap().is_some());
     }
-    assert_eq!(m.allocate_next(), None);
+    assert_eq!(m.allocate_next().unwrap(), None);
 }
 
 #[test]
 fn allocate_uniqueness() {
     let mut m = map(65_536, 0);
     let mut seen = HashSet::new();
-    while let Some(i) = m.allocate_next() {
+    while let Some(i) = m.allocate_next().unwrap() {
         assert!(seen.insert(i));
     }
     assert_eq!(seen.len(), 65_536);
@@ -225,28 +229,21 @@ fn contiguous_scan_hands_out_lowest_first() {
     // Upstream's legacy TestContiguousAllocation: 0, 1, …, 9, then none.
     let mut m = AllocationBitmap::new(10, "test", Strategy::ContiguousScan).expect("valid");
     for want in 0..10 {
-        assert_eq!(m.allocate_next(), Some(want));
+        assert_eq!(m.allocate_next().unwrap(), Some(want));
     }
-    assert_eq!(m.allocate_next(), None);
+    assert_eq!(m.allocate_next().unwrap(), None);
     m.release(4);
     m.release(7);
-    assert_eq!(m.allocate_next(), Some(4));
-    assert_eq!(m.allocate_next(), Some(7));
+    assert_eq!(m.allocate_next().unwrap(), Some(4));
+    assert_eq!(m.allocate_next().unwrap(), Some(7));
 }
 
 #[test]
 fn empty_and_invalid_configurations() {
     let mut m = map(0, 0);
-    assert_eq!(m.allocate_next(), None);
+    assert_eq!(m.allocate_next().unwrap(), None);
     assert!(m.allocate(0).is_err());
     assert_eq!(m.free(), 0);
-    assert!(matches!(
-        AllocationBitmap::new(10, "x", Strategy::RandomScan { offset: 10 }),
-        Err(BitmapError::InvalidOffset {
-            offset: 10,
-            max: 10
-        })
-    ));
     assert!(matches!(
         AllocationBitmap::new((1 << 32) + 1, "x", Strategy::ContiguousScan),
         Err(BitmapError::TooLarge { .. })
@@ -258,8 +255,45 @@ fn seeded_sequences_are_reproducible() {
     let run = || {
         let mut m = map(1024, 0);
         (0..100)
-            .filter_map(|_| m.allocate_next())
+            .filter_map(|_| m.allocate_next().unwrap())
             .collect::<Vec<_>>()
     };
     assert_eq!(run(), run());
+}
+
+/// Upstream `TestSnapshotAndRestore`, both cases: `NewAllocationMapWithOffset(10, "test", 0)`
+/// and `(10, "test", 16)`, an offset past the size, which upstream accepts.
+#[test]
+fn snapshot_and_restore_with_offset() {
+    for reserved in [0usize, 16] {
+        let offset = 3;
+        let mut m = map(10, reserved);
+        assert_eq!(m.allocate(offset), Ok(true));
+        let (spec, bytes) = m.snapshot();
+        let mut m2 = map(10, reserved);
+        m2.restore(&spec, &bytes).expect("restore");
+        assert_eq!(m2.count(), 1, "reserved {reserved}");
+        assert!(m2.has(offset as usize), "reserved {reserved}");
+    }
+}
+
+/// Where upstream's random scan would panic (offset not below the size, map not full), the
+/// core reports `InvalidOffset`; a full map is full first, as upstream checks that before.
+#[test]
+fn allocate_next_with_offset_past_size_is_an_error() {
+    for (max, offset) in [(10u64, 16usize), (10, 10)] {
+        let mut m = map(max, offset);
+        assert_eq!(
+            m.allocate_next(),
+            Err(BitmapError::InvalidOffset {
+                offset: offset as u64,
+                max
+            })
+        );
+        assert_eq!(m.count(), 0, "nothing taken");
+        for i in 0..max as i64 {
+            assert_eq!(m.allocate(i), Ok(true));
+        }
+        assert_eq!(m.allocate_next(), Ok(None));
+    }
 }

@@ -1,4 +1,4 @@
-//! One cleanup pass: a single UDP-filtered dump, decided per entry as it streams, then the
+//! One cleanup pass: a single dump filtered to the matcher's protocol, decided per entry as it streams, then the
 //! stale entries deleted in batches by exact tuple and ID. Memory grows with the stale
 //! entries, never with the table.
 
@@ -6,9 +6,8 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
 use crate::conntrack::{Conntrack, DumpEvent};
-use crate::consts::IPPROTO_UDP;
 use crate::error::Result;
-use crate::flow::{DumpFilter, Family, Flow};
+use crate::flow::{Family, Flow};
 use crate::stale::StaleMatcher;
 
 /// Live progress of a pass, readable from another thread (the CLI's progress bar).
@@ -60,10 +59,7 @@ pub fn clean_stale(
     let start = Instant::now();
     let mut rep = CleanReport::default();
     progress.phase.store(PHASE_LISTING, Ordering::Relaxed);
-    let filter = DumpFilter {
-        proto: Some(IPPROTO_UDP),
-        ..Default::default()
-    };
+    let filter = matcher.dump_filter();
     let mut stale: Vec<Flow> = Vec::new();
     let mut seen = 0u64;
     let stats = ct.dump(family, &filter, |ev| match ev {

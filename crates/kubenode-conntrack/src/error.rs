@@ -29,8 +29,17 @@ pub enum Error {
     Truncated(usize),
     #[error("{0}")]
     InvalidArgument(String),
+    /// A number outside the range an operation accepts.
+    #[error("{0}")]
+    OutOfRange(String),
     #[error("{0}")]
     FamilyMismatch(String),
+    /// The handle was closed (before, or while this operation waited for it).
+    #[error("the conntrack handle is closed")]
+    Closed,
+    /// A call that must not wait found an operation running on the handle.
+    #[error("the conntrack handle is busy with a running operation")]
+    Busy,
     #[error("network namespace {path}: {source}")]
     Netns {
         path: String,
@@ -42,6 +51,66 @@ pub enum Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// What went wrong, for callers that react to the class of a failure rather than its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    InvalidArgument,
+    OutOfRange,
+    /// An address of the other IP family than the operation's.
+    Family,
+    Closed,
+    Busy,
+    /// No CAP_NET_ADMIN in the socket's network namespace.
+    Permission,
+    /// ctnetlink is not available.
+    Unavailable,
+    /// The kernel sent something this client cannot read.
+    Parse,
+    Io,
+}
+
+impl ErrorKind {
+    /// The stable name callers see (`kind` in task outcomes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid-argument",
+            ErrorKind::OutOfRange => "out-of-range",
+            ErrorKind::Family => "family",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Permission => "permission",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Parse => "parse",
+            ErrorKind::Io => "io",
+        }
+    }
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Permission { .. } => ErrorKind::Permission,
+            Error::Unsupported { .. } => ErrorKind::Unavailable,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::OutOfRange(_) => ErrorKind::OutOfRange,
+            Error::FamilyMismatch(_) => ErrorKind::Family,
+            Error::Closed => ErrorKind::Closed,
+            Error::Busy => ErrorKind::Busy,
+            Error::Malformed(_) | Error::Truncated(_) => ErrorKind::Parse,
+            Error::Netns { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                ErrorKind::Permission
+            }
+            Error::Namespace(e) if e.is_permission() => ErrorKind::Permission,
+            Error::Namespace(e) if e.is_wrong_file() => ErrorKind::InvalidArgument,
+            Error::Io { .. } | Error::Kernel { .. } | Error::Netns { .. } | Error::Namespace(_) => {
+                ErrorKind::Io
+            }
+        }
+    }
+}
 
 fn ext_msg(m: &str) -> String {
     if m.is_empty() {
@@ -166,6 +235,38 @@ mod tests {
             from_dump_errno("dump", libc::EPERM, String::new()),
             Error::Permission { .. }
         ));
+    }
+
+    #[test]
+    fn every_error_has_a_kind() {
+        assert_eq!(Error::Closed.kind(), ErrorKind::Closed);
+        assert_eq!(Error::Closed.to_string(), "the conntrack handle is closed");
+        assert_eq!(Error::Busy.kind().as_str(), "busy");
+        assert_eq!(Error::FamilyMismatch("x".into()).kind().as_str(), "family");
+        assert_eq!(
+            Error::OutOfRange("x".into()).kind().as_str(),
+            "out-of-range"
+        );
+        assert_eq!(Error::Truncated(1).kind(), ErrorKind::Parse);
+        assert_eq!(
+            from_errno("op", libc::EPERM, String::new()).kind(),
+            ErrorKind::Permission
+        );
+        assert_eq!(
+            from_errno("op", libc::EOPNOTSUPP, String::new())
+                .kind()
+                .as_str(),
+            "unavailable"
+        );
+        assert_eq!(
+            from_errno("op", libc::EBUSY, String::new()).kind(),
+            ErrorKind::Io
+        );
+        let denied = Error::Netns {
+            path: "/x".into(),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert_eq!(denied.kind(), ErrorKind::Permission);
     }
 
     #[test]

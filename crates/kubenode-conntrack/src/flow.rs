@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::attr::{be16, be32, Attrs, MsgBuf};
 use crate::consts::*;
 use crate::error::{Error, Result};
+use crate::validate::check_family;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
@@ -170,11 +171,11 @@ pub fn put_tuple(b: &mut MsgBuf, nest: u16, t: &Tuple, src: &IpAddr, dst: &IpAdd
 /// Both addresses of a tuple, checked to be present and of `family`.
 pub fn tuple_ips(t: &Tuple, family: Family, what: &str) -> Result<(IpAddr, IpAddr)> {
     match (t.src, t.dst) {
-        (Some(s), Some(d)) if Family::of(&s) == family && Family::of(&d) == family => Ok((s, d)),
-        (Some(s), Some(d)) => Err(Error::FamilyMismatch(format!(
-            "{what} tuple {s} -> {d} does not belong to family {}",
-            family.label()
-        ))),
+        (Some(s), Some(d)) => {
+            check_family(family, &s, || format!("{what} source"))?;
+            check_family(family, &d, || format!("{what} destination"))?;
+            Ok((s, d))
+        }
         _ => Err(Error::InvalidArgument(format!(
             "{what} tuple needs both a source and a destination IP"
         ))),
@@ -248,12 +249,7 @@ impl DumpFilter {
             ));
         }
         if let Some(d) = self.orig_dst {
-            if Family::of(&d) != family {
-                return Err(Error::FamilyMismatch(format!(
-                    "filter address {d} does not belong to family {}",
-                    family.label()
-                )));
-            }
+            check_family(family, &d, || "dstIP".to_string())?;
         }
         Ok(())
     }

@@ -12,9 +12,11 @@ mod consts;
 mod error;
 mod fault;
 mod flow;
+mod handle;
 mod hash;
 mod socket;
 mod stale;
+mod validate;
 
 pub use attr::{Attrs, MsgBuf, Msgs};
 pub use clean::{
@@ -22,13 +24,18 @@ pub use clean::{
 };
 pub use conntrack::{BatchReport, Conntrack, DumpEvent, DumpStats, MAX_DUMP_ATTEMPTS};
 pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use fault::Faults;
 pub use flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
     Flow, Tuple,
 };
+pub use handle::{ConntrackHandle, Handle};
 pub use stale::{is_headless, Endpoint, Protocol, ServicePort, StaleMatcher};
+pub use validate::{
+    check_family, check_flows, parse_family, parse_ip, protocol_number, stale_matcher,
+    EndpointEntry, ServiceEntry,
+};
 
 /// Low-level codec pieces for tests and fuzzing.
 pub mod codec {

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::consts::IPPROTO_UDP;
-use crate::error::{Error, Result};
-use crate::flow::{Family, Flow};
+use crate::error::Result;
+use crate::flow::{DumpFilter, Family, Flow};
 use crate::hash::{FxMap, FxSet};
+use crate::validate::check_family;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -68,16 +69,6 @@ pub fn is_headless(cluster_ip: &str) -> bool {
     cluster_ip.is_empty() || cluster_ip == "None"
 }
 
-fn check_family(family: Family, ip: &IpAddr, what: &str, name: &str) -> Result<()> {
-    if Family::of(ip) != family {
-        return Err(Error::FamilyMismatch(format!(
-            "{what} {ip} of {name:?} is not an {} address",
-            family.label()
-        )));
-    }
-    Ok(())
-}
-
 impl StaleMatcher {
     /// Builds the maps as upstream does: UDP service ports only; only serving endpoints; a port
     /// with no serving endpoint is skipped entirely; ClusterIP, load-balancer VIPs and external
@@ -91,16 +82,25 @@ impl StaleMatcher {
         endpoints: &HashMap<String, Vec<Endpoint>>,
     ) -> Result<Self> {
         let mut m = StaleMatcher::default();
-        for svc in services {
+        for (i, svc) in services.iter().enumerate() {
             // Upstream looks at UDP service ports only; the rest may hold anything.
             if svc.protocol != Protocol::Udp {
                 continue;
             }
             if let Some(ip) = &svc.cluster_ip {
-                check_family(family, ip, "clusterIP", &svc.name)?;
+                check_family(family, ip, || {
+                    format!("services[{i}] ({}).clusterIP", svc.name)
+                })?;
             }
-            for ep in endpoints.get(&svc.name).map(Vec::as_slice).unwrap_or(&[]) {
-                check_family(family, &ep.ip, "endpoint", &svc.name)?;
+            let name = &svc.name;
+            for (j, ep) in endpoints
+                .get(name)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .enumerate()
+            {
+                check_family(family, &ep.ip, || format!("endpoints[{name:?}][{j}].ip"))?;
             }
             let Some(cluster_ip) = svc.cluster_ip else {
                 continue;
@@ -134,6 +134,14 @@ impl StaleMatcher {
     /// No UDP service with serving endpoints: nothing can be stale.
     pub fn is_empty(&self) -> bool {
         self.vip.is_empty() && self.node_port.is_empty()
+    }
+
+    /// The kernel-side filter for a pass: only flows [`is_stale`](Self::is_stale) can select.
+    pub fn dump_filter(&self) -> DumpFilter {
+        DumpFilter {
+            proto: Some(IPPROTO_UDP),
+            ..Default::default()
+        }
     }
 
     fn serves(&self, set: u32, backend: Option<Backend>) -> bool {

@@ -412,3 +412,18 @@ proptest! {
         }
     }
 }
+
+/// The pass dumps only what the matcher's filter lets through, so a flow the filter drops must
+/// never be one the matcher would select.
+#[test]
+fn the_dump_filter_never_hides_a_stale_flow() {
+    let m = matcher(
+        &[svc("a", "10.96.0.10", 53)],
+        &[("a", vec![ep("10.244.0.5", 5353, true)])],
+    );
+    let f = m.dump_filter();
+    let stale = dnat(C, 1, "10.96.0.10", 53, "10.244.0.6", 5353);
+    assert!(m.is_stale(&stale) && f.matches(&stale));
+    let other = tcp(C, 1, "10.96.0.10", 53, "10.244.0.6", 5353);
+    assert!(!f.matches(&other) && !m.is_stale(&other));
+}

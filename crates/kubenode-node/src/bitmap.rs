@@ -8,7 +8,9 @@ use crate::errors::{err, Code, Error, Result};
 fn to_js(e: BitmapError) -> Error {
     let code = match e {
         // Like Node's own failed buffer allocations, a map too big for memory is a range error.
-        BitmapError::OutOfRange { .. } | BitmapError::AllocationFailed { .. } => Code::OutOfRange,
+        BitmapError::OutOfRange { .. }
+        | BitmapError::AllocationFailed { .. }
+        | BitmapError::InvalidOffset { .. } => Code::OutOfRange,
         BitmapError::RangeMismatch => Code::Conflict,
         _ => Code::InvalidArg,
     };
@@ -89,8 +91,8 @@ impl JsAllocationBitmap {
     }
 
     #[napi]
-    pub fn allocate_next(&mut self) -> Option<f64> {
-        self.inner.allocate_next().map(|i| i as f64)
+    pub fn allocate_next(&mut self) -> Result<Option<f64>> {
+        Ok(self.inner.allocate_next().map_err(to_js)?.map(|i| i as f64))
     }
 
     #[napi]

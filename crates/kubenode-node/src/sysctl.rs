@@ -4,9 +4,10 @@
 //! outcome objects carry the error code, since a Task can only reject with a plain status.
 
 use kubenode_sysctl::{
-    apply_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
-    is_valid_sysctl_pattern, normalize_name, probe, read_kernel_version, safe_sysctl_allowlist,
-    validate_sysctls, Allowlist, ApplyError, BatchError, KernelVersion, NsTarget, Rejection,
+    apply_sysctls, baseline_allowed_sysctls, default_probe_names, get_namespace,
+    is_valid_sysctl_name, is_valid_sysctl_pattern, normalize_name, parse_policy_version, probe,
+    read_kernel_version, safe_sysctl_allowlist, validate_sysctls, Allowlist, ApplyError,
+    BatchError, KernelVersion, KubernetesVersion, KubernetesVersionError, NsTarget, Rejection,
     SAFE_SYSCTLS,
 };
 use napi::bindgen_prelude::{AsyncTask, Uint32Array, Uint8Array};
@@ -71,11 +72,31 @@ pub struct SysctlSafeList {
     /// Why the running kernel's version could not be determined (upstream then keeps only the
     /// ungated rows).
     pub kernel_error: Option<String>,
+    /// The Kubernetes release whose list this is (`v1.<minor>`).
+    pub kubernetes_version: String,
 }
 
-/// The safe list for `kernel`, or for the running kernel (`/proc/sys/kernel/osrelease`).
+fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
+    match v {
+        None => Ok(KubernetesVersion::default()),
+        Some(v) => KubernetesVersion::parse(&v).map_err(|e| {
+            let code = match e {
+                KubernetesVersionError::Unsupported { .. } => Code::Unsupported,
+                _ => Code::Parse,
+            };
+            err(code, e)
+        }),
+    }
+}
+
+/// The safe list of a Kubernetes release (default: the newest kubenode knows) for `kernel`, or
+/// for the running kernel (`/proc/sys/kernel/osrelease`).
 #[napi]
-pub fn sysctl_safe_allowlist(kernel: Option<String>) -> Result<SysctlSafeList> {
+pub fn sysctl_safe_allowlist(
+    kernel: Option<String>,
+    kubernetes_version: Option<String>,
+) -> Result<SysctlSafeList> {
+    let k8s = k8s_version(kubernetes_version)?;
     let (v, kernel_error) = match kernel {
         Some(k) => (
             Some(KernelVersion::parse(&k).map_err(|e| err(Code::Parse, e))?),
@@ -87,13 +108,24 @@ pub fn sysctl_safe_allowlist(kernel: Option<String>) -> Result<SysctlSafeList> {
         },
     };
     Ok(SysctlSafeList {
-        names: safe_sysctl_allowlist(v.as_ref())
+        names: safe_sysctl_allowlist(v.as_ref(), k8s)
             .into_iter()
             .map(String::from)
             .collect(),
         kernel: v.map(|v| v.to_string()),
         kernel_error,
+        kubernetes_version: k8s.to_string(),
     })
+}
+
+/// Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`).
+#[napi]
+pub fn sysctl_baseline_allowlist(policy_version: String) -> Result<Vec<String>> {
+    let minor = parse_policy_version(&policy_version).map_err(|e| err(Code::InvalidArg, e))?;
+    Ok(baseline_allowed_sysctls(minor)
+        .into_iter()
+        .map(String::from)
+        .collect())
 }
 
 #[napi(object)]
@@ -112,7 +144,7 @@ pub fn sysctl_safe_table() -> Vec<SysctlSafeRow> {
             min_kernel: s
                 .min_kernel
                 .map(|m| m.iter().map(u64::to_string).collect::<Vec<_>>().join(".")),
-            since: s.since.to_string(),
+            since: format!("1.{}", s.since),
         })
         .collect()
 }

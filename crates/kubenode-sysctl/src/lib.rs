@@ -10,6 +10,7 @@ mod allowlist;
 mod apply;
 mod batch;
 mod interned;
+mod k8s_version;
 mod kernel;
 mod lookup;
 mod name;
@@ -24,6 +25,7 @@ pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_RE
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
 pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};
+pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
 pub use name::{
     is_valid_sysctl_name, is_valid_sysctl_pattern, SYSCTL_CONTAIN_SLASH_FMT,
@@ -36,5 +38,5 @@ pub use namespace::{
 pub use normalize::normalize_name;
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;
-pub use safe::{safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};
+pub use safe::{baseline_allowed_sysctls, safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};
 pub use validation::{validate_host_sysctl, validate_sysctls, FieldError, FieldErrorType};

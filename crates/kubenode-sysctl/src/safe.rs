@@ -1,6 +1,8 @@
 //! The kubelet's safe sysctls with their minimum kernel versions (`pkg/kubelet/sysctl/
-//! safe_sysctls.go`, gates from `pkg/util/kernel/constants.go`), in upstream order.
+//! safe_sysctls.go`, gates from `pkg/util/kernel/constants.go`), in upstream order, each with
+//! the release that added it, so the list of any supported release can be derived.
 
+use crate::k8s_version::KubernetesVersion;
 use crate::kernel::KernelVersion;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,15 +10,12 @@ pub struct SafeSysctl {
     pub name: &'static str,
     /// Minimum kernel where the sysctl is namespaced; `None` means always safe.
     pub min_kernel: Option<&'static [u64]>,
-    /// Kubernetes release that made it safe.
-    pub since: &'static str,
+    /// Minor of the v1 Kubernetes release that made it safe (kubelet list and Pod Security
+    /// baseline alike).
+    pub since: u32,
 }
 
-const fn row(
-    name: &'static str,
-    min_kernel: Option<&'static [u64]>,
-    since: &'static str,
-) -> SafeSysctl {
+const fn row(name: &'static str, min_kernel: Option<&'static [u64]>, since: u32) -> SafeSysctl {
     SafeSysctl {
         name,
         min_kernel,
@@ -25,27 +24,32 @@ const fn row(
 }
 
 pub const SAFE_SYSCTLS: &[SafeSysctl] = &[
-    row("kernel.shm_rmid_forced", None, "1.4"),
-    row("net.ipv4.ip_local_port_range", None, "1.4"),
-    row("net.ipv4.tcp_syncookies", None, "1.4"),
-    row("net.ipv4.ping_group_range", None, "1.18"),
-    row("net.ipv4.ip_unprivileged_port_start", None, "1.22"),
-    row("net.ipv4.ip_local_reserved_ports", Some(&[3, 16]), "1.27"),
-    row("net.ipv4.tcp_keepalive_time", Some(&[4, 5]), "1.29"),
-    row("net.ipv4.tcp_fin_timeout", Some(&[4, 6]), "1.29"),
-    row("net.ipv4.tcp_keepalive_intvl", Some(&[4, 5]), "1.29"),
-    row("net.ipv4.tcp_keepalive_probes", Some(&[4, 5]), "1.29"),
-    row("net.ipv4.tcp_rmem", Some(&[4, 15]), "1.32"),
-    row("net.ipv4.tcp_wmem", Some(&[4, 15]), "1.32"),
-    row("net.ipv4.tcp_slow_start_after_idle", Some(&[4, 15]), "1.37"),
-    row("net.ipv4.tcp_notsent_lowat", Some(&[4, 6]), "1.37"),
+    row("kernel.shm_rmid_forced", None, 4),
+    row("net.ipv4.ip_local_port_range", None, 4),
+    row("net.ipv4.tcp_syncookies", None, 4),
+    row("net.ipv4.ping_group_range", None, 18),
+    row("net.ipv4.ip_unprivileged_port_start", None, 22),
+    row("net.ipv4.ip_local_reserved_ports", Some(&[3, 16]), 27),
+    row("net.ipv4.tcp_keepalive_time", Some(&[4, 5]), 29),
+    row("net.ipv4.tcp_fin_timeout", Some(&[4, 6]), 29),
+    row("net.ipv4.tcp_keepalive_intvl", Some(&[4, 5]), 29),
+    row("net.ipv4.tcp_keepalive_probes", Some(&[4, 5]), 29),
+    row("net.ipv4.tcp_rmem", Some(&[4, 15]), 32),
+    row("net.ipv4.tcp_wmem", Some(&[4, 15]), 32),
+    row("net.ipv4.tcp_slow_start_after_idle", Some(&[4, 15]), 37),
+    row("net.ipv4.tcp_notsent_lowat", Some(&[4, 6]), 37),
 ];
 
-/// `getSafeSysctlAllowlist`: ungated rows always; gated rows only when the kernel is known and
-/// at least the minimum. An unknown kernel (`None`) keeps just the ungated rows.
-pub fn safe_sysctl_allowlist(kernel: Option<&KernelVersion>) -> Vec<&'static str> {
+/// `getSafeSysctlAllowlist` of release `k8s`: its rows; ungated ones always, gated ones only
+/// when the kernel is known and at least the minimum. An unknown kernel (`None`) keeps just the
+/// ungated rows.
+pub fn safe_sysctl_allowlist(
+    kernel: Option<&KernelVersion>,
+    k8s: KubernetesVersion,
+) -> Vec<&'static str> {
     SAFE_SYSCTLS
         .iter()
+        .filter(|s| s.since <= k8s.minor())
         .filter(|s| match (s.min_kernel, kernel) {
             (None, _) => true,
             (Some(min), Some(k)) => k.at_least(min),
@@ -55,27 +59,71 @@ pub fn safe_sysctl_allowlist(kernel: Option<&KernelVersion>) -> Vec<&'static str
         .collect()
 }
 
+/// Pod Security's baseline `sysctls` check (`policy/check_sysctls.go`): the names allowed at
+/// policy version `v1.<minor>`, or at `latest` (`None`). No kernel gates there. Pod Security's
+/// first table (policy v1.0) already holds every row safe by v1.22, its first release.
+pub fn baseline_allowed_sysctls(policy_minor: Option<u32>) -> Vec<&'static str> {
+    const FIRST_TABLE: u32 = 22;
+    SAFE_SYSCTLS
+        .iter()
+        .filter(|s| {
+            let since = if s.since <= FIRST_TABLE { 0 } else { s.since };
+            policy_minor.is_none_or(|m| since <= m)
+        })
+        .map(|s| s.name)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const NEWEST: KubernetesVersion = KubernetesVersion::NEWEST;
+
     fn count(k: &str) -> usize {
-        safe_sysctl_allowlist(Some(&KernelVersion::parse(k).unwrap())).len()
+        safe_sysctl_allowlist(Some(&KernelVersion::parse(k).unwrap()), NEWEST).len()
     }
 
     #[test]
     fn by_kernel() {
-        assert_eq!(safe_sysctl_allowlist(None).len(), 5);
+        assert_eq!(safe_sysctl_allowlist(None, NEWEST).len(), 5);
         assert_eq!(count("3.10"), 5);
         assert_eq!(count("3.18.0-957.27.2.el7.x86_64"), 6);
         assert_eq!(count("4.4"), 6);
-        let v45 = safe_sysctl_allowlist(Some(&KernelVersion::parse("4.5").unwrap()));
+        let v45 = safe_sysctl_allowlist(Some(&KernelVersion::parse("4.5").unwrap()), NEWEST);
         assert_eq!(v45.len(), 9);
         assert!(!v45.contains(&"net.ipv4.tcp_fin_timeout"));
-        let v46 = safe_sysctl_allowlist(Some(&KernelVersion::parse("4.14").unwrap()));
+        let v46 = safe_sysctl_allowlist(Some(&KernelVersion::parse("4.14").unwrap()), NEWEST);
         assert_eq!(v46.len(), 11);
         assert_eq!(v46.last(), Some(&"net.ipv4.tcp_notsent_lowat"));
         assert_eq!(count("5.15.0-75-generic"), 14);
         assert_eq!(count("6.1"), 14);
+    }
+
+    #[test]
+    fn by_kubernetes_version() {
+        let k = KernelVersion::parse("6.1").unwrap();
+        let v136 = safe_sysctl_allowlist(Some(&k), KubernetesVersion::parse("v1.36").unwrap());
+        let v137 = safe_sysctl_allowlist(Some(&k), KubernetesVersion::parse("v1.37").unwrap());
+        assert_eq!(v136.len(), 12);
+        assert!(!v136.contains(&"net.ipv4.tcp_slow_start_after_idle"));
+        assert!(!v136.contains(&"net.ipv4.tcp_notsent_lowat"));
+        assert_eq!(v137.len(), 14);
+        assert_eq!(&v137[..12], &v136[..]);
+        assert_eq!(
+            safe_sysctl_allowlist(None, KubernetesVersion::OLDEST).len(),
+            5
+        );
+    }
+
+    #[test]
+    fn baseline_by_policy_version() {
+        assert_eq!(baseline_allowed_sysctls(Some(0)).len(), 5);
+        assert_eq!(baseline_allowed_sysctls(Some(26)).len(), 5);
+        assert_eq!(baseline_allowed_sysctls(Some(27)).len(), 6);
+        assert_eq!(baseline_allowed_sysctls(Some(32)).len(), 12);
+        assert_eq!(baseline_allowed_sysctls(Some(36)).len(), 12);
+        assert_eq!(baseline_allowed_sysctls(Some(37)).len(), 14);
+        assert_eq!(baseline_allowed_sysctls(None).len(), 14);
     }
 }

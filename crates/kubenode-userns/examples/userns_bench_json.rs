@@ -120,7 +120,7 @@ fn alloc_near_full(a: &Args) -> Result<(), String> {
     let per_op = run_samples(a.samples, a.iters, || {
         let t = Instant::now();
         for _ in 0..a.iters {
-            if let Some(i) = m.allocate_next() {
+            if let Some(i) = m.allocate_next().unwrap() {
                 m.release(black_box(i));
             }
         }

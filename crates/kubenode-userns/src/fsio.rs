@@ -134,17 +134,11 @@ pub struct PodDir {
 }
 
 impl PodsDir {
-    /// Opens the pods directory; `None` when it does not exist. With `create` it is made when
-    /// missing (one level only: the kubelet root above it is not ours to create) and must not
-    /// be a symbolic link.
-    pub fn open(path: &Path, create: bool) -> Result<Option<Self>> {
-        if create {
-            match mkdirat(CWD, path, Mode::from_raw_mode(0o750)) {
-                Ok(()) | Err(Errno::EXIST) => {}
-                Err(e) => return Err(io_err("mkdir", path, e)),
-            }
-        }
-        let flags = if create {
+    /// Opens the pods directory; `None` when it does not exist. The manager that `owns` it
+    /// refuses a missing one (the kubelet creates it before the manager starts; creating it would
+    /// leave a lock file where no kubelet looks) and a symbolic link.
+    pub fn open(path: &Path, owns: bool) -> Result<Option<Self>> {
+        let flags = if owns {
             DIR_FLAGS
         } else {
             DIR_FLAGS.difference(OFlags::NOFOLLOW)
@@ -154,7 +148,11 @@ impl PodsDir {
                 path: path.to_path_buf(),
                 fd,
             })),
-            Err(Errno::NOENT) if !create => Ok(None),
+            Err(Errno::NOENT) if !owns => Ok(None),
+            Err(Errno::NOENT) => Err(Error::new(
+                ErrorKind::Io,
+                format!("pods directory {} does not exist", path.display()),
+            )),
             Err(Errno::NOTDIR | Errno::LOOP) => Err(Error::new(
                 ErrorKind::Io,
                 format!("pods directory {} is not a directory", path.display()),

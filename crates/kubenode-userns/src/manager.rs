@@ -215,7 +215,8 @@ impl Manager {
     }
 
     fn allocate_one(&mut self, pod: &OsStr) -> Result<(u32, u32)> {
-        let Some(slot) = self.used.allocate_next() else {
+        // The map's offset is 0, so allocate_next never reports InvalidOffset.
+        let Some(slot) = self.used.allocate_next().ok().flatten() else {
             return Err(Error::new(
                 ErrorKind::Exhausted,
                 "could not find an empty slot to allocate a user namespace",

@@ -26,6 +26,7 @@ fn kills() -> usize {
 fn sigkill_at_random_moments_never_corrupts_or_overlaps() {
     let dir = tempfile::tempdir().unwrap();
     let pods = dir.path().join("pods");
+    std::fs::create_dir(&pods).unwrap();
     let config = Config {
         ids_per_pod: 65536,
         first_id: 65536,

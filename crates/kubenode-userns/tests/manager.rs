@@ -247,10 +247,10 @@ fn list_errors_and_missing_dir() {
     fs::write(&f, "x").unwrap();
     let e = open(&f, test_cfg()).unwrap_err();
     assert!(e.to_string().contains("is not a directory"), "{e}");
-    // Missing pods directory: created (one level), empty manager.
-    let m = open(&t.path().join("pods"), test_cfg()).unwrap();
-    assert!(m.allocations().is_empty());
-    // A missing parent is not ours to create.
+    // A missing pods directory is refused and not created (nor is a lock file left).
+    let e = open(&t.path().join("pods"), test_cfg()).unwrap_err();
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    assert!(!t.path().join("pods").exists());
     assert!(open(&t.path().join("x/y/pods"), test_cfg()).is_err());
     assert!(!t.path().join("x").exists());
     // A `userns` that is a directory: unreadable.
@@ -372,6 +372,7 @@ fn second_manager_is_refused_until_the_first_is_gone() {
 fn pod_uids_cannot_escape_the_pods_directory() {
     let outer = tempfile::tempdir().unwrap();
     let pods = outer.path().join("pods");
+    fs::create_dir(&pods).unwrap();
     let mut m = open(&pods, test_cfg()).unwrap();
     for bad in ["", ".", "..", "../escape", "a/b", "/abs", "x\0y"] {
         let e = m.get_or_create(bad).unwrap_err();

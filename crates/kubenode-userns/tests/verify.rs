@@ -130,6 +130,7 @@ fn killing_the_caller_mid_check_leaves_no_child_and_no_lock() {
 
     let dir = tempfile::tempdir().unwrap();
     let pods = dir.path().join("pods");
+    std::fs::create_dir(&pods).unwrap();
     for round in 0..5 {
         let mut helper = Helper(
             Command::new(std::env::current_exe().unwrap())

@@ -1,0 +1,167 @@
+//! Conversions between the JavaScript shapes and the core's types. Numbers are checked to be
+//! integers of the target width here; every other rule and message is the core's.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use kubenode_conntrack::{
+    parse_ip, protocol_number, DumpFilter, EndpointEntry, Error as CtError, ErrorKind, Flow,
+    Progress, ServiceEntry, Tuple, PHASE_DELETING, PHASE_LISTING,
+};
+use napi::bindgen_prelude::Either;
+use std::sync::atomic::Ordering;
+
+use super::types::*;
+use crate::convert;
+use crate::errors::{err, Code, Result};
+
+fn code_of(kind: ErrorKind) -> Code {
+    match kind {
+        ErrorKind::InvalidArgument | ErrorKind::Family => Code::InvalidArg,
+        ErrorKind::OutOfRange => Code::OutOfRange,
+        ErrorKind::Busy => Code::Conflict,
+        ErrorKind::Permission => Code::Permission,
+        ErrorKind::Unavailable => Code::Unsupported,
+        ErrorKind::Parse => Code::Parse,
+        ErrorKind::Closed | ErrorKind::Io => Code::Io,
+    }
+}
+
+/// A thrown error. Only argument conversion throws; its kind is implied by its code.
+pub fn to_js(e: CtError) -> crate::errors::Error {
+    err(code_of(e.kind()), e)
+}
+
+pub fn task_error(e: &CtError) -> ConntrackTaskError {
+    let kind = e.kind();
+    ConntrackTaskError {
+        code: code_of(kind).as_ref().to_string(),
+        kind: kind.as_str().to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn port(what: &str, v: f64) -> Result<u16> {
+    Ok(convert::index(what, v, 65535)? as u16)
+}
+
+fn u32_of(what: &str, v: f64) -> Result<u32> {
+    Ok(convert::index(what, v, u32::MAX.into())? as u32)
+}
+
+fn ip(what: &str, s: &str) -> Result<IpAddr> {
+    parse_ip(what, s).map_err(to_js)
+}
+
+fn tuple_out(t: &Tuple) -> ConntrackTuple {
+    ConntrackTuple {
+        src_ip: t.src.map(|a| a.to_string()),
+        dst_ip: t.dst.map(|a| a.to_string()),
+        src_port: t.src_port.into(),
+        dst_port: t.dst_port.into(),
+    }
+}
+
+pub fn flow_out(f: &Flow) -> ConntrackFlow {
+    ConntrackFlow {
+        protocol: f.orig.proto.into(),
+        forward: tuple_out(&f.orig),
+        reverse: tuple_out(&f.reply),
+        zone: f.zone.into(),
+        id: f.id.map(f64::from),
+        mark: f.mark.into(),
+        status: f.status.into(),
+        timeout: f.timeout.into(),
+    }
+}
+
+fn tuple_in(what: &str, t: &ConntrackTuple, proto: u8) -> Result<Tuple> {
+    let addr = |name: &str, v: &Option<String>| -> Result<Option<IpAddr>> {
+        v.as_deref()
+            .map(|s| ip(&format!("{what}.{name}"), s))
+            .transpose()
+    };
+    Ok(Tuple {
+        src: addr("srcIP", &t.src_ip)?,
+        dst: addr("dstIP", &t.dst_ip)?,
+        proto,
+        src_port: port(&format!("{what}.srcPort"), t.src_port)?,
+        dst_port: port(&format!("{what}.dstPort"), t.dst_port)?,
+    })
+}
+
+pub fn flow_in(i: usize, f: &ConntrackFlow) -> Result<Flow> {
+    let what = |field: &str| format!("flows[{i}].{field}");
+    let proto = convert::index(&what("protocol"), f.protocol, 255)? as u8;
+    Ok(Flow {
+        orig: tuple_in(&what("forward"), &f.forward, proto)?,
+        reply: tuple_in(&what("reverse"), &f.reverse, proto)?,
+        zone: convert::index(&what("zone"), f.zone, 65535)? as u16,
+        id: f.id.map(|v| u32_of(&what("id"), v)).transpose()?,
+        mark: u32_of(&what("mark"), f.mark)?,
+        status: u32_of(&what("status"), f.status)?,
+        timeout: u32_of(&what("timeout"), f.timeout)?,
+    })
+}
+
+pub fn filter_in(x: ConntrackListFilter) -> Result<DumpFilter> {
+    let proto = match x.protocol {
+        None => None,
+        Some(Either::A(name)) => Some(protocol_number(&name).map_err(to_js)?),
+        Some(Either::B(n)) => Some(convert::index("protocol", n, 255)? as u8),
+    };
+    Ok(DumpFilter {
+        proto,
+        orig_dst: x.dst_ip.as_deref().map(|s| ip("dstIP", s)).transpose()?,
+        orig_dst_port: x.dst_port.map(|p| port("dstPort", p)).transpose()?,
+    })
+}
+
+pub fn service_in(i: usize, s: ConntrackService) -> Result<ServiceEntry> {
+    let what = |field: &str| format!("services[{i}] ({}).{field}", s.name);
+    Ok(ServiceEntry {
+        port: port(&what("port"), s.port)?,
+        node_port: s
+            .node_port
+            .map(|p| port(&what("nodePort"), p))
+            .transpose()?
+            .unwrap_or(0),
+        name: s.name,
+        protocol: s.protocol,
+        cluster_ip: s.cluster_ip,
+        external_ips: s.external_ips.unwrap_or_default(),
+        load_balancer_ips: s.load_balancer_ips.unwrap_or_default(),
+    })
+}
+
+pub fn endpoints_in(
+    endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
+) -> Result<HashMap<String, Vec<EndpointEntry>>> {
+    let mut eps = HashMap::with_capacity(endpoints.len());
+    for (name, list) in endpoints {
+        let mut v = Vec::with_capacity(list.len());
+        for (j, e) in list.into_iter().enumerate() {
+            v.push(EndpointEntry {
+                port: port(&format!("endpoints[{name:?}][{j}].port"), e.port)?,
+                ip: e.ip,
+                serving: e.serving,
+            });
+        }
+        eps.insert(name, v);
+    }
+    Ok(eps)
+}
+
+pub fn progress_out(p: &Progress) -> ConntrackProgress {
+    ConntrackProgress {
+        phase: match p.phase.load(Ordering::Relaxed) {
+            PHASE_LISTING => "listing",
+            PHASE_DELETING => "deleting",
+            _ => "idle",
+        }
+        .to_string(),
+        listed: p.listed.load(Ordering::Relaxed) as f64,
+        stale: p.stale.load(Ordering::Relaxed) as f64,
+        deleted: p.deleted.load(Ordering::Relaxed) as f64,
+    }
+}

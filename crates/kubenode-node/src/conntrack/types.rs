@@ -1,0 +1,119 @@
+//! The JavaScript shapes of conntrack values and task outcomes.
+
+use napi::bindgen_prelude::Either;
+use napi_derive::napi;
+
+/// A failure reported in a task outcome (a Task can only reject with a plain status).
+#[napi(object)]
+pub struct ConntrackTaskError {
+    /// `ERR_KUBENODE_*`.
+    pub code: String,
+    /// `invalid-argument`, `out-of-range`, `family`, `closed`, `busy`, `permission`,
+    /// `unavailable`, `parse` or `io`.
+    pub kind: String,
+    pub message: String,
+}
+
+#[napi(object)]
+pub struct ConntrackTuple {
+    pub src_ip: Option<String>,
+    pub dst_ip: Option<String>,
+    pub src_port: f64,
+    pub dst_port: f64,
+}
+
+#[napi(object)]
+pub struct ConntrackFlow {
+    pub protocol: f64,
+    pub forward: ConntrackTuple,
+    pub reverse: ConntrackTuple,
+    pub zone: f64,
+    pub id: Option<f64>,
+    pub mark: f64,
+    pub status: f64,
+    pub timeout: f64,
+}
+
+#[napi(object)]
+pub struct ConntrackService {
+    pub name: String,
+    pub protocol: String,
+    /// Empty or "None" for headless services.
+    pub cluster_ip: String,
+    pub port: f64,
+    pub node_port: Option<f64>,
+    pub external_ips: Option<Vec<String>>,
+    pub load_balancer_ips: Option<Vec<String>>,
+}
+
+#[napi(object)]
+pub struct ConntrackEndpoint {
+    pub ip: String,
+    pub port: f64,
+    pub serving: bool,
+}
+
+#[napi(object)]
+pub struct ConntrackListFilter {
+    /// A protocol name (udp, tcp, sctp, any case) or number.
+    pub protocol: Option<Either<String, f64>>,
+    pub dst_ip: Option<String>,
+    pub dst_port: Option<f64>,
+}
+
+#[napi(object)]
+pub struct ConntrackListOutcome {
+    pub flows: Vec<ConntrackFlow>,
+    pub partial: bool,
+    pub attempts: u32,
+    pub error: Option<ConntrackTaskError>,
+}
+
+#[napi(object)]
+pub struct ConntrackBatchOutcome {
+    pub requested: f64,
+    /// Deleted or created now.
+    pub ok: f64,
+    /// ENOENT: already gone.
+    pub not_found: f64,
+    pub failed: f64,
+    pub first_error: Option<String>,
+    pub error: Option<ConntrackTaskError>,
+}
+
+#[napi(object)]
+pub struct ConntrackCleanOutcome {
+    pub listed: f64,
+    pub stale: f64,
+    pub deleted: f64,
+    pub not_found: f64,
+    pub failed: f64,
+    pub partial: bool,
+    pub attempts: u32,
+    pub seconds: f64,
+    pub first_error: Option<String>,
+    pub error: Option<ConntrackTaskError>,
+}
+
+#[napi(object)]
+pub struct ConntrackProgress {
+    /// "idle", "listing" or "deleting".
+    pub phase: String,
+    pub listed: f64,
+    pub stale: f64,
+    pub deleted: f64,
+}
+
+#[napi(object)]
+pub struct ConntrackFaults {
+    pub recv_eintr: Option<u32>,
+    pub recv_enobufs: Option<u32>,
+    pub dump_intr: Option<u32>,
+    pub trunc: Option<u32>,
+}
+
+#[napi(object, object_from_js = false)]
+pub struct ConntrackOpenOutcome {
+    pub handle: Option<super::handle::JsConntrack>,
+    pub error: Option<ConntrackTaskError>,
+}

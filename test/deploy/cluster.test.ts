@@ -1,0 +1,507 @@
+// deploy/ against a real kube-apiserver with RBAC authorization: every manifest passes a
+// server-side dry-run apply; each daemon, started with the arguments of its manifest and a
+// ServiceAccount token bound only to its roles from deploy/, does its whole job; and taking
+// away any one grant of those roles makes the daemon fail visibly.
+//
+// "Visibly" means: the daemon's JSON log reports the refused request (the API server's
+// `HTTP 403: ... cannot VERB resource "RESOURCE"`, or for a refused watch `err: "Forbidden"`
+// with the watch's resource), and when the grant is a list its /readyz answers 500 (its caches
+// cannot sync). The log is what an operator reads; /readyz is what the kubelet acts on.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  DiscoveryV1Api,
+  KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  NetworkingV1Api,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  type V1DaemonSet,
+  type V1Deployment,
+  type V1EndpointSlice,
+  type V1PolicyRule,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { netnsExists, TestNetns } from '../conntrack/netns.js';
+import {
+  createCIDR,
+  createIP,
+  deleteIP,
+  readCIDR,
+  ready,
+  waitGone,
+  waitReady,
+} from '../servicecidr/helpers.js';
+import { type ApiServer, startApiServer } from '../support/apiserver.js';
+import { type Daemon, httpGet, type LogLine, startDaemon, waitFor } from './daemon.js';
+import { grants, kustomization, loadManifests, manifest, type RoleObject } from './manifests.js';
+
+const FIELD_MANAGER = 'kubenode-deploy-test';
+const NS = kustomization().namespace;
+const RECONCILER = 'kubenode-conntrack-reconciler';
+const CONTROLLER = 'kubenode-servicecidr-controller';
+const LEASE = 'kubenode-servicecidr-controller';
+
+let api: ApiServer;
+let dir: string;
+let core: CoreV1Api;
+let net: NetworkingV1Api;
+let disc: DiscoveryV1Api;
+let rbac: RbacAuthorizationV1Api;
+
+beforeAll(async () => {
+  api = await startApiServer({ authorizationMode: 'RBAC' });
+  dir = mkdtempSync(join(tmpdir(), 'kubenode-deploy-'));
+  core = api.kubeConfig.makeApiClient(CoreV1Api);
+  net = api.kubeConfig.makeApiClient(NetworkingV1Api);
+  disc = api.kubeConfig.makeApiClient(DiscoveryV1Api);
+  rbac = api.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+});
+
+afterAll(async () => {
+  await api?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A kubeconfig file holding a fresh TokenRequest token of ServiceAccount `ns/sa`. */
+async function tokenKubeconfig(ns: string, sa: string): Promise<string> {
+  const tr = await core.createNamespacedServiceAccountToken({
+    name: sa,
+    namespace: ns,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = tr.status?.token;
+  if (!token) throw new Error(`no token for ${ns}/${sa}`);
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'test', server: api.url, caFile: api.caFile }],
+    users: [{ name: sa, token }],
+    contexts: [{ name: 'test', cluster: 'test', user: sa }],
+    currentContext: 'test',
+  });
+  const file = join(dir, `${ns}.${sa}.kubeconfig`);
+  writeFileSync(file, kc.exportConfig());
+  return file;
+}
+
+/** The container args of a deploy/ workload, for a process on this machine. */
+function manifestArgs(kind: 'DaemonSet' | 'Deployment', name: string, ns: string): string[] {
+  const w = manifest<V1DaemonSet | V1Deployment>(kind, name);
+  const args = w.spec?.template.spec?.containers[0]?.args ?? [];
+  return args
+    .filter((a) => !/^--(health-addr|metrics-addr|log-format)=/.test(a))
+    .map((a) => a.replace('$(POD_NAMESPACE)', ns));
+}
+
+const KIND: Record<string, string> = { servicecidrs: 'ServiceCIDR', ipaddresses: 'IPAddress' };
+
+/**
+ * Log lines reporting that the API server refused `verb` on `resource`: its 403 message, or for
+ * a watch (client-node keeps only the status text of a refused watch) `err: "Forbidden"` with
+ * the watch's resource.
+ */
+const errorsNaming = (d: Daemon, verb: string, resource: string): LogLine[] =>
+  d
+    .logs()
+    .filter(
+      (l) =>
+        Object.values(l).some(
+          (v) =>
+            typeof v === 'string' &&
+            v.startsWith('HTTP 403: ') &&
+            v.includes(`cannot ${verb} resource "${resource}"`),
+        ) ||
+        (verb === 'watch' &&
+          l.err === 'Forbidden' &&
+          (l.resource === resource || l.resource === KIND[resource])),
+    );
+
+const applyOne = (o: KubernetesObject, dryRun?: string) =>
+  KubernetesObjectApi.makeApiClient(api.kubeConfig).patch(
+    o,
+    undefined,
+    dryRun,
+    FIELD_MANAGER,
+    true,
+    PatchStrategy.ServerSideApply,
+  );
+const applyAll = async () => {
+  for (const o of loadManifests()) await applyOne(o);
+};
+
+describe('deploy/', () => {
+  it('every manifest is accepted by a server-side dry-run apply, then applies', async () => {
+    const client = KubernetesObjectApi.makeApiClient(api.kubeConfig);
+    const objs = loadManifests();
+    expect(objs.map((o) => o.kind).sort()).toEqual(
+      [
+        'ClusterRole',
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'ClusterRoleBinding',
+        'DaemonSet',
+        'Deployment',
+        'Namespace',
+        'PodDisruptionBudget',
+        'Role',
+        'RoleBinding',
+        'ServiceAccount',
+        'ServiceAccount',
+      ].sort(),
+    );
+    for (const o of objs) {
+      const r = await applyOne(o, 'All');
+      expect(r.metadata?.name).toBe(o.metadata?.name);
+      // Namespaced objects are admitted only into an existing namespace.
+      if (o.kind === 'Namespace') await applyOne(o);
+    }
+    // A dry run persists nothing.
+    await expect(
+      client.read({
+        apiVersion: 'apps/v1',
+        kind: 'DaemonSet',
+        metadata: { name: RECONCILER, namespace: NS },
+      }),
+    ).rejects.toMatchObject({ code: 404 });
+    await applyAll();
+
+    // What the issue asks of the workloads, as the API server stored them.
+    const ds = (await client.read({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: RECONCILER, namespace: NS },
+    })) as V1DaemonSet;
+    const pod = ds.spec?.template.spec;
+    const c = pod?.containers[0];
+    expect(pod?.hostNetwork).toBe(true);
+    expect(c?.securityContext).toMatchObject({
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { add: ['NET_ADMIN'], drop: ['ALL'] },
+    });
+    expect(c?.args?.some((a) => a.startsWith('--netns'))).toBe(false);
+    expect(c?.readinessProbe?.httpGet?.path).toBe('/readyz');
+    expect(c?.livenessProbe?.httpGet?.path).toBe('/healthz');
+    const dep = manifest<V1Deployment>('Deployment', CONTROLLER);
+    expect(dep.spec?.replicas).toBe(2);
+    expect(dep.spec?.template.spec?.containers[0]?.args).toContain('--leader-elect');
+  });
+});
+
+/** A namespace, ServiceAccount and copies of a daemon's roles with `drop` removed. */
+async function restrictedAccount(
+  id: string,
+  cluster: RoleObject,
+  namespaced: RoleObject | undefined,
+  drop: string[],
+): Promise<{ ns: string; sa: string }> {
+  const ns = `kn-${id}`;
+  const sa = 'daemon';
+  const keep = grants(cluster, namespaced).filter((g) => !drop.includes(g.label));
+  const rules = (role: 'cluster' | 'namespace'): V1PolicyRule[] =>
+    keep.filter((g) => g.role === role).map((g) => g.rule);
+  await core.createNamespace({ body: { metadata: { name: ns } } });
+  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: sa } } });
+  const subjects = [{ kind: 'ServiceAccount', name: sa, namespace: ns }];
+  await rbac.createClusterRole({ body: { metadata: { name: `kn-${id}` }, rules: rules('cluster') } });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: `kn-${id}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `kn-${id}` },
+      subjects,
+    },
+  });
+  if (namespaced) {
+    await rbac.createNamespacedRole({
+      namespace: ns,
+      body: { metadata: { name: 'daemon' }, rules: rules('namespace') },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: {
+        metadata: { name: 'daemon' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'daemon' },
+        subjects,
+      },
+    });
+  }
+  return { ns, sa };
+}
+
+const controllerRoles = () => ({
+  cluster: manifest<RoleObject>('ClusterRole', 'kubenode:servicecidr-controller'),
+  lease: manifest<RoleObject>('Role', 'kubenode:servicecidr-controller-leader-election'),
+});
+
+function controllerArgs(kubeconfig: string, ns: string): string[] {
+  return [...manifestArgs('Deployment', CONTROLLER, ns), '--kubeconfig', kubeconfig, '-v', '2'];
+}
+
+describe('servicecidr-controller under its deploy/ roles', () => {
+  // Idempotent: the roles and accounts the daemons run with, whichever tests are selected.
+  beforeAll(() => applyAll());
+  it('leads, reconciles and deletes ServiceCIDRs; a follower is ready; SIGTERM hands the lease over', async () => {
+    const kubeconfig = await tokenKubeconfig(NS, CONTROLLER);
+    const a = startDaemon(controllerArgs(kubeconfig, NS));
+    let b: Daemon | undefined;
+    try {
+      await waitFor(
+        () => `leader ready (stderr: ${a.stderr()})`,
+        async () =>
+          (await httpGet(`${a.base}/readyz`)).status === 200 &&
+          a.logs().some((l) => l.msg === 'successfully acquired lease'),
+        60_000,
+      );
+      b = startDaemon(controllerArgs(kubeconfig, NS));
+      const follower = b;
+      // Not leading, yet ready: it has nothing to sync.
+      await waitFor(
+        () => `follower ready (stderr: ${follower.stderr()})`,
+        async () => (await httpGet(`${follower.base}/readyz`)).status === 200,
+        60_000,
+      );
+      expect(follower.logs().some((l) => l.msg === 'successfully acquired lease')).toBe(false);
+
+      await createCIDR(net, 'deploy-a', ['10.250.0.0/24']);
+      await waitReady(net, 'deploy-a', 30_000);
+      await createIP(net, '10.250.0.5', 'IPv4');
+      await net.deleteServiceCIDR({ name: 'deploy-a' });
+      await waitFor(
+        'Terminating',
+        async () => ready(await readCIDR(net, 'deploy-a'))?.reason === 'Terminating',
+      );
+      await deleteIP(net, '10.250.0.5');
+      await waitGone(net, 'deploy-a', 40_000);
+
+      const metrics = (await httpGet(`${a.base}/metrics`)).body;
+      expect(metrics).toMatch(/^workqueue_adds_total\{name="ipaddresses"\} [1-9]/m);
+      expect((await httpGet(`${a.base}/healthz`)).body).toBe('ok');
+      for (const l of a.logs()) {
+        expect(typeof l.ts).toBe('number');
+        expect(typeof l.msg).toBe('string');
+      }
+      expect(a.logs().some((l) => 'err' in l)).toBe(false);
+
+      // SIGTERM: the leader drains and releases the Lease, the follower takes over at once
+      // (well before the 15 s lease duration would run out).
+      const stoppedAt = Date.now();
+      expect(await a.stop()).toBe(0);
+      expect(a.logs().some((l) => l.msg === 'released leader lease')).toBe(true);
+      await waitFor(
+        () => `takeover (stderr: ${follower.stderr()})`,
+        () => follower.logs().some((l) => l.msg === 'successfully acquired lease'),
+        15_000,
+      );
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+      const lease = await api.kubeConfig
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ name: LEASE, namespace: NS });
+      expect(lease.spec?.holderIdentity).toMatch(/_/);
+      const code = await follower.stop();
+      expect(code, follower.stderr()).toBe(0);
+    } finally {
+      await a.stop();
+      await b?.stop();
+    }
+  }, 180_000);
+
+  // Each grant of the ClusterRole and the Role, taken away in turn. Events are written only when
+  // the Ready condition cannot be set, so that variant also loses `patch servicecidrs/status`
+  // (the variant without it alone shows the Event being written).
+  const variants: { without: string; also?: string[]; list?: boolean }[] = [
+    { without: 'list servicecidrs', list: true },
+    { without: 'watch servicecidrs' },
+    { without: 'patch servicecidrs' },
+    { without: 'patch servicecidrs/status' },
+    { without: 'list ipaddresses', list: true },
+    { without: 'watch ipaddresses' },
+    { without: 'create events', also: ['patch servicecidrs/status'] },
+    // A repeated Event is a PATCH of its count (client-go's correlator), so the retries of a
+    // failed status write need it.
+    { without: 'patch events', also: ['patch servicecidrs/status'] },
+    { without: 'create leases' },
+    { without: 'get leases' },
+    { without: 'update leases' },
+  ];
+
+  it('covers every grant of its roles', () => {
+    const { cluster, lease } = controllerRoles();
+    expect(
+      grants(cluster, lease)
+        .map((g) => g.label)
+        .sort(),
+    ).toEqual(variants.map((v) => v.without).sort());
+  });
+
+  it('fails visibly without any one grant', async () => {
+    const { cluster, lease } = controllerRoles();
+    let i = 0;
+    // One at a time: they act on the same ServiceCIDRs.
+    for (const v of variants) {
+      i++;
+      const { ns, sa } = await restrictedAccount(`sc-${i}`, cluster, lease, [v.without, ...(v.also ?? [])]);
+      const d = startDaemon(controllerArgs(await tokenKubeconfig(ns, sa), ns));
+      const [verb, resource] = v.without.split(' ') as [string, string];
+      try {
+        const name = `variant-${i}`;
+        await createCIDR(net, name, [`10.251.${i}.0/24`]);
+        await waitFor(
+          () => `without ${v.without}: an error naming it (stderr: ${d.stderr()})`,
+          () => errorsNaming(d, verb, resource).length > 0,
+          30_000,
+        );
+        if (v.list) expect((await httpGet(`${d.base}/readyz`)).status).toBe(500);
+        if (v.without === 'patch servicecidrs/status') {
+          // With `create events`, the failure is also an Event on the ServiceCIDR.
+          await waitFor(`a Warning Event on ${name}`, async () =>
+            (await core.listNamespacedEvent({ namespace: 'default' })).items.some(
+              (e) => e.involvedObject.name === name && e.reason === 'KubernetesServiceCIDRError',
+            ),
+          );
+        }
+      } finally {
+        expect(await d.stop()).toBe(0);
+      }
+    }
+  }, 300_000);
+});
+
+describe('conntrack reconcile under its deploy/ role', () => {
+  const VIP = '10.96.0.10';
+  const EP = ['10.244.0.1', '10.244.0.2'];
+  let ns: TestNetns;
+
+  beforeAll(async () => {
+    await applyAll();
+    ns = new TestNetns();
+    ns.exec('sh', ['-c', 'echo 600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
+    const rules = EP.map((ip, i) => `ip daddr ${VIP} udp dport 53 udp sport ${40001 + i} dnat to ${ip}:5353`);
+    ns.nft(
+      `table ip kn {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${rules.join('\n  ')}\n }\n}\n`,
+    );
+    await core.createNamespacedService({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'dns' },
+        spec: { clusterIP: VIP, clusterIPs: [VIP], ports: [{ name: 'p', protocol: 'UDP', port: 53 }] },
+      },
+    });
+    await disc.createNamespacedEndpointSlice({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'dns-1', labels: { 'kubernetes.io/service-name': 'dns' } },
+        addressType: 'IPv4',
+        ports: [{ name: 'p', protocol: 'UDP', port: 5353 }],
+        endpoints: EP.map((ip) => ({ addresses: [ip], conditions: { ready: true, serving: true } })),
+      },
+    });
+  });
+
+  afterAll(() => {
+    const name = ns?.name;
+    ns?.destroy();
+    if (name) expect(netnsExists(name)).toBe(false);
+  });
+
+  const reconcilerArgs = (kubeconfig: string, dryRun = false) => [
+    ...manifestArgs('DaemonSet', RECONCILER, NS),
+    '--kubeconfig',
+    kubeconfig,
+    // The manifest's default is the host namespace (hostNetwork); here, the test's namespace.
+    '--netns',
+    ns.path,
+    ...(dryRun ? ['--dry-run'] : []),
+  ];
+  const flows = () =>
+    ns
+      .conntrackL('ipv4')
+      .map((e) => `${e.sport}->${e.replySrc}`)
+      .sort();
+
+  it('watches and cleans the stale flows of a removed endpoint', async () => {
+    ns.sendUdp(EP.map((_, i) => [40001 + i, VIP, 53] as [number, string, number]));
+    expect(flows()).toEqual([`40001->${EP[0]}`, `40002->${EP[1]}`]);
+    const d = startDaemon(reconcilerArgs(await tokenKubeconfig(NS, RECONCILER)));
+    try {
+      await waitFor(
+        () => `ready (stderr: ${d.stderr()})`,
+        async () => (await httpGet(`${d.base}/readyz`)).status === 200,
+        60_000,
+      );
+      await waitFor(
+        () => `first pass (stderr: ${d.stderr()})`,
+        () => d.logs().some((l) => l.msg === 'Cleaned stale conntrack entries'),
+      );
+      const slice = await disc.readNamespacedEndpointSlice({ name: 'dns-1', namespace: 'default' });
+      slice.endpoints = slice.endpoints.filter((e) => e.addresses[0] !== EP[1]);
+      await disc.replaceNamespacedEndpointSlice({
+        name: 'dns-1',
+        namespace: 'default',
+        body: slice as V1EndpointSlice,
+      });
+      await waitFor(
+        () => `the stale flow gone (flows: ${flows()}, stderr: ${d.stderr()})`,
+        () => flows().length === 1,
+      );
+      expect(flows()).toEqual([`40001->${EP[0]}`]);
+      // The kernel may show the flow gone a moment before the pass reports.
+      const pass = await waitFor(
+        () => `the pass's log line (stderr: ${d.stderr()})`,
+        () => d.logs().find((l) => l.msg === 'Cleaned stale conntrack entries' && l.deleted === 1),
+        5_000,
+      );
+      expect(pass).toMatchObject({ v: 0, ipFamily: 'IPv4', stale: 1, deleted: 1, failed: 0 });
+      expect(typeof pass?.ts).toBe('number');
+      const metrics = (await httpGet(`${d.base}/metrics`)).body;
+      expect(metrics).toMatch(
+        /^kubeproxy_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} 1$/m,
+      );
+      expect(metrics).toMatch(
+        /^kubeproxy_conntrack_reconciler_sync_duration_seconds_count\{ip_family="IPv4"\} [1-9]/m,
+      );
+      expect((await httpGet(`${d.base}/healthz`)).body).toBe('ok');
+      expect(d.logs().some((l) => 'err' in l)).toBe(false);
+    } finally {
+      expect(await d.stop()).toBe(0);
+    }
+  }, 120_000);
+
+  it('fails visibly without any one grant', async () => {
+    const role = manifest<RoleObject>('ClusterRole', 'kubenode:conntrack-reconciler');
+    const labels = grants(role).map((g) => g.label);
+    expect(labels.sort()).toEqual([
+      'list endpointslices',
+      'list services',
+      'watch endpointslices',
+      'watch services',
+    ]);
+    // They only read from the API server (and run dry): all at once.
+    await Promise.all(
+      labels.map(async (without, i) => {
+        const { ns: account, sa } = await restrictedAccount(`ct-${i}`, role, undefined, [without]);
+        const d = startDaemon(reconcilerArgs(await tokenKubeconfig(account, sa), true));
+        const [verb, resource] = without.split(' ') as [string, string];
+        try {
+          const errors = await waitFor(
+            () => `without ${without}: an error naming it (stderr: ${d.stderr()})`,
+            () => {
+              const e = errorsNaming(d, verb, resource);
+              return e.length > 0 && e;
+            },
+            60_000,
+          );
+          expect(errors[0]).toMatchObject({ msg: 'Conntrack reconcile failed' });
+          if (verb === 'list') expect((await httpGet(`${d.base}/readyz`)).status).toBe(500);
+        } finally {
+          const code = await d.stop();
+          expect(code, `without ${without}: ${d.stderr()}`).toBe(0);
+        }
+      }),
+    );
+  }, 120_000);
+});

@@ -1,0 +1,98 @@
+// A daemon (`kubenode conntrack reconcile` or `servicecidr-controller`) as a child process
+// with JSON logs and its health/metrics listener on a loopback port.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+
+export type LogLine = Record<string, unknown>;
+
+export interface Daemon {
+  child: ChildProcess;
+  /** `http://127.0.0.1:PORT` of the one health + metrics listener. */
+  base: string;
+  /** stderr as written. */
+  stderr(): string;
+  /** stderr lines parsed as JSON (throws on a line that is not JSON). */
+  logs(): LogLine[];
+  exited: Promise<number | null>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function startDaemon(args: string[]): Daemon {
+  const port = 20000 + Math.floor(Math.random() * 30000);
+  const addr = `127.0.0.1:${port}`;
+  // tsx as a loader in the one process: the tsx CLI's signal relay SIGKILLs a child that does not
+  // acknowledge SIGTERM within 30 ms, which a loaded machine misses.
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      main,
+      ...args,
+      `--health-addr=${addr}`,
+      `--metrics-addr=${addr}`,
+      '--log-format=json',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let err = '';
+  child.stderr?.on('data', (c) => {
+    err += c;
+  });
+  child.stdout?.resume();
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return {
+    child,
+    base: `http://${addr}`,
+    stderr: () => err,
+    logs: () =>
+      err
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => {
+          try {
+            return JSON.parse(l) as LogLine;
+          } catch {
+            throw new Error(`log line is not JSON: ${l}`);
+          }
+        }),
+    exited,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const code = await exited;
+      clearTimeout(t);
+      return code;
+    },
+  };
+}
+
+/** GET → status and body; status 0 when nothing listens. */
+export async function httpGet(url: string): Promise<{ status: number; body: string }> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return { status: r.status, body: await r.text() };
+  } catch {
+    return { status: 0, body: '' };
+  }
+}
+
+export async function waitFor<T>(
+  what: string | (() => string),
+  f: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
+    await sleep(100);
+  }
+}

@@ -1,0 +1,72 @@
+// Reads deploy/ the way `kubectl apply -k` would for this kustomization: its resources in
+// order, the namespace set on every namespaced object, the image tag replaced.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KubernetesObject, V1PolicyRule } from '@kubernetes/client-node';
+import YAML from 'yaml';
+
+export const deployDir = join(import.meta.dirname, '..', '..', 'deploy');
+
+interface Kustomization {
+  namespace: string;
+  resources: string[];
+  images?: { name: string; newTag?: string }[];
+}
+
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+
+export function kustomization(): Kustomization {
+  return YAML.parse(readFileSync(join(deployDir, 'kustomization.yaml'), 'utf8')) as Kustomization;
+}
+
+/** Every object of the kustomization, in order, with its transforms applied. */
+export function loadManifests(): KubernetesObject[] {
+  const k = kustomization();
+  const out: KubernetesObject[] = [];
+  for (const file of k.resources) {
+    for (const doc of YAML.parseAllDocuments(readFileSync(join(deployDir, file), 'utf8'))) {
+      const obj = doc.toJS() as KubernetesObject | null;
+      if (!obj) continue;
+      if (!CLUSTER_SCOPED.has(obj.kind ?? '')) obj.metadata = { ...obj.metadata, namespace: k.namespace };
+      let text = JSON.stringify(obj);
+      for (const img of k.images ?? []) {
+        text = text.replaceAll(`"image":"${img.name}"`, `"image":"${img.name}:${img.newTag}"`);
+      }
+      out.push(JSON.parse(text) as KubernetesObject);
+    }
+  }
+  return out;
+}
+
+export type RoleObject = KubernetesObject & { rules: V1PolicyRule[] };
+
+/** The object of `kind` named `name` (throws if deploy/ lacks it). */
+export function manifest<T extends KubernetesObject = KubernetesObject>(kind: string, name: string): T {
+  const o = loadManifests().find((m) => m.kind === kind && m.metadata?.name === name);
+  if (!o) throw new Error(`deploy/ has no ${kind} ${name}`);
+  return o as T;
+}
+
+/**
+ * Each (rule, verb, resource) of a role as its own grant, so a test can take exactly one away.
+ * `label` reads like `patch servicecidrs/status`.
+ */
+export interface Grant {
+  label: string;
+  role: 'cluster' | 'namespace';
+  rule: V1PolicyRule;
+}
+
+export function grants(cluster: RoleObject, namespaced?: RoleObject): Grant[] {
+  const split = (role: Grant['role'], rules: V1PolicyRule[]) =>
+    rules.flatMap((r) =>
+      r.verbs.flatMap((verb) =>
+        (r.resources ?? []).map((res) => ({
+          label: `${verb} ${res}`,
+          role,
+          rule: { ...r, verbs: [verb], resources: [res] },
+        })),
+      ),
+    );
+  return [...split('cluster', cluster.rules), ...split('namespace', namespaced?.rules ?? [])];
+}

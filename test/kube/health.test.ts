@@ -1,0 +1,157 @@
+// The daemons' listener and JSON log lines, on their own (the daemons serve them end to end in
+// test/deploy/cluster.test.ts).
+import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Counter, Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type HealthServer, parseAddr, serveHealth } from '../../ts/kube/health.js';
+import { jsonLogger } from '../../ts/kube/log.js';
+
+const servers: HealthServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+});
+
+function registry(): Registry {
+  const r = new Registry();
+  new Counter({ name: 'kubenode_test_total', help: 'test', registers: [r] }).inc(3);
+  return r;
+}
+
+async function get(
+  addr: string,
+  path: string,
+): Promise<{ status: number; body: string; type: string | null }> {
+  const r = await fetch(`http://${addr}${path}`);
+  return { status: r.status, body: await r.text(), type: r.headers.get('content-type') };
+}
+
+describe('serveHealth', () => {
+  it('serves /healthz, /readyz and /metrics on one listener when the addresses are equal', async () => {
+    let why: string | undefined = 'informer-sync: not synced';
+    const s = await serveHealth({
+      healthAddr: '127.0.0.1:0',
+      metricsAddr: '127.0.0.1:0',
+      registry: registry(),
+      notReady: () => why,
+    });
+    servers.push(s);
+    expect(s.addresses).toHaveLength(1);
+    const [addr] = s.addresses as [string];
+    expect(await get(addr, '/healthz')).toMatchObject({ status: 200, body: 'ok' });
+    expect(await get(addr, '/readyz')).toMatchObject({
+      status: 500,
+      body: '[-]informer-sync: not synced\nreadyz check failed\n',
+    });
+    why = undefined;
+    expect(await get(addr, '/readyz')).toMatchObject({ status: 200, body: 'ok' });
+    const m = await get(addr, '/metrics');
+    expect(m.status).toBe(200);
+    expect(m.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(m.body).toMatch(/^kubenode_test_total 3$/m);
+    expect((await get(addr, '/nope')).status).toBe(404);
+  });
+
+  it('splits the endpoints over two listeners when the addresses differ', async () => {
+    const s = await serveHealth({
+      healthAddr: '127.0.0.1:0',
+      metricsAddr: '[::1]:0',
+      registry: registry(),
+      notReady: () => undefined,
+    });
+    servers.push(s);
+    const [health, metrics] = s.addresses as [string, string];
+    expect(metrics).toMatch(/^\[::1\]:\d+$/);
+    expect((await get(health, '/readyz')).status).toBe(200);
+    expect((await get(health, '/metrics')).status).toBe(404);
+    expect((await get(metrics, '/metrics')).body).toMatch(/kubenode_test_total 3/);
+    expect((await get(metrics, '/healthz')).status).toBe(200);
+    expect((await get(metrics, '/readyz')).status).toBe(404);
+  });
+
+  it('refuses a malformed address and a taken port, leaving nothing bound', async () => {
+    await expect(
+      serveHealth({ healthAddr: 'localhost', registry: registry(), notReady: () => undefined }),
+    ).rejects.toThrow('"localhost" is not HOST:PORT');
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as { port: number }).port;
+    await expect(
+      serveHealth({
+        healthAddr: '127.0.0.1:0',
+        metricsAddr: `127.0.0.1:${port}`,
+        registry: registry(),
+        notReady: () => undefined,
+      }),
+    ).rejects.toThrow(`cannot listen on 127.0.0.1:${port}: listen EADDRINUSE`);
+    blocker.close();
+  });
+
+  it('parses HOST:PORT like the kube components (empty host: all addresses)', () => {
+    expect(parseAddr(':8080')).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(parseAddr('[fd00::1]:9')).toEqual({ host: 'fd00::1', port: 9 });
+    expect(parseAddr('1.2.3.4:65536')).toBeUndefined();
+    expect(parseAddr('::1:80')).toBeUndefined();
+  });
+});
+
+describe('jsonLogger', () => {
+  it("writes component-base's JSON lines: ts (epoch ms), v, msg, err, then the keys", () => {
+    const lines: string[] = [];
+    const log = jsonLogger(2, { write: (s: string) => lines.push(s) });
+    const before = Date.now();
+    log.info(2, 'Updating ServiceCIDR condition', {
+      ServiceCIDR: 'a',
+      condition: { type: 'Ready' },
+      gone: undefined,
+    });
+    log.info(3, 'too verbose');
+    log.error('Unable to write event', new Error('boom'), { reason: 'X' });
+    expect(lines).toHaveLength(2);
+    for (const l of lines) expect(l.endsWith('}\n')).toBe(true);
+    const [info, err] = lines.map((l) => JSON.parse(l));
+    expect(Object.keys(info)).toEqual(['ts', 'v', 'msg', 'ServiceCIDR', 'condition', 'gone']);
+    expect(info).toMatchObject({
+      v: 2,
+      msg: 'Updating ServiceCIDR condition',
+      condition: { type: 'Ready' },
+      gone: null,
+    });
+    expect(info.ts).toBeGreaterThanOrEqual(before - 1);
+    expect(info.ts).toBeLessThanOrEqual(Date.now() + 1);
+    expect(Object.keys(err)).toEqual(['ts', 'msg', 'err', 'reason']);
+    expect(err).toMatchObject({ msg: 'Unable to write event', err: 'boom', reason: 'X' });
+  });
+
+  it('keeps a line whose values JSON cannot encode', () => {
+    const lines: string[] = [];
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    jsonLogger(0, { write: (s: string) => lines.push(s) }).info(0, 'odd', { cyclic, big: 1n });
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ msg: 'odd', cyclic: '[object Object]', big: '1' });
+  });
+});
+
+describe('daemon flags', () => {
+  const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', main, ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('an unknown --log-format or a bad --health-addr exits 2 and says why', () => {
+    const badFormat = run(['conntrack', 'reconcile', '--kubeconfig', '/dev/null', '--log-format', 'xml']);
+    expect(badFormat.status).toBe(2);
+    expect(badFormat.stderr).toContain(
+      'kubenode conntrack reconcile: --log-format must be text or json, got "xml"',
+    );
+    const badAddr = run([
+      'servicecidr-controller',
+      '--kubeconfig',
+      join(import.meta.dirname, 'fixtures', 'kubeconfig.yaml'),
+      '--health-addr',
+      'nowhere',
+    ]);
+    expect(badAddr.status).toBe(2);
+    expect(badAddr.stderr).toContain('kubenode servicecidr-controller: "nowhere" is not HOST:PORT');
+  });
+});

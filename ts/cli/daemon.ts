@@ -1,0 +1,54 @@
+// Flags and plumbing the two daemons share: the health/metrics listener and the log format.
+import type { Command } from 'commander';
+import type { Registry } from 'prom-client';
+import { type HealthServer, serveHealth } from '../kube/health.js';
+import { jsonLogger } from '../kube/log.js';
+import { klogLogger, type Logger } from '../servicecidr/logger.js';
+import { CliExit, err } from './output.js';
+
+export interface DaemonFlags {
+  healthAddr?: string;
+  metricsAddr?: string;
+  logFormat: string;
+}
+
+export function addDaemonOptions(cmd: Command): Command {
+  return cmd
+    .option('--health-addr <host:port>', 'serve /healthz and /readyz on http://HOST:PORT')
+    .option(
+      '--metrics-addr <host:port>',
+      'serve Prometheus metrics on http://HOST:PORT/metrics (one listener when equal to --health-addr)',
+    )
+    .option('--log-format <format>', 'text or json (component-base JSON lines)', 'text');
+}
+
+function fail(command: string, msg: string): never {
+  err(`kubenode ${command}: ${msg}\n`);
+  throw new CliExit(2);
+}
+
+/** The logger `--log-format` asks for (`text` is klog's line format). */
+export function daemonLogger(command: string, o: DaemonFlags, verbosity: number): Logger {
+  if (o.logFormat === 'json') return jsonLogger(verbosity);
+  if (o.logFormat === 'text') return klogLogger(verbosity);
+  fail(command, `--log-format must be text or json, got ${JSON.stringify(o.logFormat)}`);
+}
+
+/** Starts the listener(s) when asked for; a bad address or a failed bind exits 2. */
+export async function startHealth(
+  command: string,
+  o: DaemonFlags,
+  registry: Registry,
+  notReady: () => string | undefined,
+  log: Logger,
+): Promise<HealthServer | undefined> {
+  if (o.healthAddr === undefined && o.metricsAddr === undefined) return undefined;
+  let server: HealthServer;
+  try {
+    server = await serveHealth({ healthAddr: o.healthAddr, metricsAddr: o.metricsAddr, registry, notReady });
+  } catch (e) {
+    fail(command, (e as Error).message);
+  }
+  log.info(0, 'Serving health and metrics', { addresses: server.addresses });
+  return server;
+}
