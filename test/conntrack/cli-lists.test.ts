@@ -2,12 +2,12 @@
 // output (v1 List, ServiceList, EndpointSliceList), run as a process inside a throwaway
 // namespace with nftables DNAT and real UDP flows; `conntrack -L` is the reference.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import YAML from 'yaml';
-import { type CtEntry, dnsFlows, netnsExists, TestNetns } from './netns.js';
+import { type CtEntry, dnsFlows, TestNetns, teardown } from './netns.js';
 
 const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
 const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
@@ -91,12 +91,7 @@ beforeAll(() => {
   dnsFlows(ns, VIP, EP);
 });
 
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  const name = ns?.name;
-  ns?.destroy();
-  if (name) expect(netnsExists(name)).toBe(false);
-});
+afterAll(() => teardown(ns, dir));
 
 describe('kubenode conntrack clean with kubectl Lists', () => {
   it('a List of the wrong kind exits 2 with a clear message and deletes nothing', () => {

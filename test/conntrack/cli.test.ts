@@ -1,12 +1,12 @@
 // `kubenode conntrack list|clean` as processes inside a throwaway namespace (`ip netns exec`),
 // with nftables DNAT and real UDP flows; `conntrack -L` is the reference.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { conntrack } from '../../ts/index.js';
-import { type CtEntry, dnsFlows, netnsExists, TestNetns } from './netns.js';
+import { type CtEntry, dnsFlows, TestNetns, teardown } from './netns.js';
 
 // Each run starts tsx: 1–4 s on a busy 2-core machine, so the tests get generous timeouts.
 const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
@@ -73,12 +73,7 @@ beforeAll(() => {
   ns.sendUdp([[50000, 'fd00:96::a', 53]]);
 });
 
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  const name = ns?.name;
-  ns?.destroy();
-  if (name) expect(netnsExists(name)).toBe(false);
-});
+afterAll(() => teardown(ns, dir));
 
 describe('kubenode conntrack list', () => {
   it('-p udp -o json returns exactly the flows conntrack -L shows', () => {

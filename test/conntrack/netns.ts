@@ -1,6 +1,7 @@
 // A throwaway network namespace with a dummy uplink, nftables DNAT rules and real UDP traffic,
 // checked with conntrack-tools. Everything is removed in `destroy()`.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -111,6 +112,14 @@ export class TestNetns {
   destroy(): void {
     spawnSync('ip', ['netns', 'del', this.name]);
   }
+}
+
+/** Test teardown: removes the scratch directory and the namespace, and fails if it leaked. */
+export function teardown(ns: TestNetns | undefined, dir: string | undefined): void {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (!ns) return;
+  ns.destroy();
+  if (netnsExists(ns.name)) throw new Error(`network namespace ${ns.name} leaked`);
 }
 
 /**
