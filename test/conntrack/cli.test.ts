@@ -1,12 +1,12 @@
 // `kubenode conntrack list|clean` as processes inside a throwaway namespace (`ip netns exec`),
 // with nftables DNAT and real UDP flows; `conntrack -L` is the reference.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { conntrack } from '../../ts/index.js';
-import { type CtEntry, netnsExists, TestNetns } from './netns.js';
+import { type CtEntry, dnsFlows, TestNetns, teardown } from './netns.js';
 
 // Each run starts tsx: 1–4 s on a busy 2-core machine, so the tests get generous timeouts.
 const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
@@ -62,31 +62,18 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'kubenode-ct-cli-'));
   // The unprivileged run must be able to read the tables, so only the socket is refused.
   chmodSync(dir, 0o755);
-  const rules = EP.map((ip, i) => `ip daddr ${VIP} udp dport 53 udp sport ${40001 + i} dnat to ${ip}:5353`);
   // A ct expression makes the namespace track IPv6 too (an empty nat chain would not), so both
   // tables have flows.
-  ns.nft(
-    `table ip kn {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${rules.join('\n  ')}\n }\n}\n` +
-      'table ip6 kn6 {\n chain out {\n  type filter hook output priority 0; policy accept;\n  ct state new counter\n }\n}\n',
+  dnsFlows(
+    ns,
+    VIP,
+    EP,
+    'table ip6 kn6 {\n chain out {\n  type filter hook output priority 0; policy accept;\n  ct state new counter\n }\n}\n',
   );
-  // Unreplied UDP entries live 30 s by default; each CLI run takes about a second.
-  ns.exec('sh', ['-c', 'echo 600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
-  ns.sendUdp([
-    [40001, VIP, 53],
-    [40002, VIP, 53],
-    [40003, VIP, 53],
-    [42002, VIP, 53], // not DNATed: straight to the VIP
-    [43000, '203.0.113.5', 9999], // unrelated
-  ]);
   ns.sendUdp([[50000, 'fd00:96::a', 53]]);
 });
 
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  const name = ns?.name;
-  ns?.destroy();
-  if (name) expect(netnsExists(name)).toBe(false);
-});
+afterAll(() => teardown(ns, dir));
 
 describe('kubenode conntrack list', () => {
   it('-p udp -o json returns exactly the flows conntrack -L shows', () => {

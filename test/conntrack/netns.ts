@@ -1,6 +1,7 @@
 // A throwaway network namespace with a dummy uplink, nftables DNAT rules and real UDP traffic,
 // checked with conntrack-tools. Everything is removed in `destroy()`.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -48,10 +49,13 @@ export function parseConntrackL(out: string): CtEntry[] {
 }
 
 export class TestNetns {
-  readonly name = `kn-ct-vt-${process.pid}-${counter++}`;
-  readonly path = `/var/run/netns/${this.name}`;
+  readonly name: string;
+  readonly path: string;
 
-  constructor() {
+  /** `prefix` keeps parallel suites' namespaces apart. */
+  constructor(prefix = 'kn-ct-vt') {
+    this.name = `${prefix}-${process.pid}-${counter++}`;
+    this.path = `/var/run/netns/${this.name}`;
     if (process.getuid?.() !== 0) throw new Error('conntrack kernel tests need root (CAP_NET_ADMIN)');
     for (const bin of ['ip', 'nft', 'conntrack']) {
       const r = spawnSync('sh', ['-c', `command -v ${bin}`]);
@@ -108,6 +112,32 @@ export class TestNetns {
   destroy(): void {
     spawnSync('ip', ['netns', 'del', this.name]);
   }
+}
+
+/** Test teardown: removes the scratch directory and the namespace, and fails if it leaked. */
+export function teardown(ns: TestNetns | undefined, dir: string | undefined): void {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (!ns) return;
+  ns.destroy();
+  if (netnsExists(ns.name)) throw new Error(`network namespace ${ns.name} leaked`);
+}
+
+/**
+ * The CLI suites' table: `vip:53` DNATed by source port (40001…) to `eps[i]:5353`, one flow per
+ * endpoint, one straight to the VIP (sport 42002) and one unrelated; `extraNft` adds rules.
+ */
+export function dnsFlows(ns: TestNetns, vip: string, eps: string[], extraNft = ''): void {
+  const rules = eps.map((ip, i) => `ip daddr ${vip} udp dport 53 udp sport ${40001 + i} dnat to ${ip}:5353`);
+  ns.nft(
+    `table ip kn {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${rules.join('\n  ')}\n }\n}\n${extraNft}`,
+  );
+  // Unreplied UDP entries live 30 s by default; each CLI run takes about a second.
+  ns.exec('sh', ['-c', 'echo 600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
+  ns.sendUdp([
+    ...eps.map((_, i): [number, string, number] => [40001 + i, vip, 53]),
+    [42002, vip, 53], // not DNATed: straight to the VIP
+    [43000, '203.0.113.5', 9999], // unrelated
+  ]);
 }
 
 /** True if the namespace still exists (for leak checks). */

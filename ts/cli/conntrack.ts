@@ -1,5 +1,6 @@
 // `kubenode conntrack list|clean|reconcile`.
 import type { Command } from 'commander';
+import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { promClient } from '../peers.js';
@@ -118,9 +119,12 @@ export function registerConntrack(program: Command): void {
       .description("delete stale UDP entries with kube-proxy's rules (CleanStaleEntries)")
       .requiredOption(
         '--services <file>',
-        'JSON/YAML list of { name, protocol, clusterIP, port, nodePort?, externalIPs?, loadBalancerIPs? }',
+        'JSON/YAML list of { name, protocol, clusterIP, port, nodePort?, externalIPs?, loadBalancerIPs? }, or `kubectl get services -A -o json|yaml` output',
       )
-      .requiredOption('--endpoints <file>', 'JSON/YAML map { serviceName: [{ ip, port, serving }] }')
+      .requiredOption(
+        '--endpoints <file>',
+        'JSON/YAML map { serviceName: [{ ip, port, serving }] }, or `kubectl get endpointslices -A -o json|yaml` output',
+      )
       .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
       .option('--dry-run', 'select but do not delete')
       .option('--netns <path>', 'network namespace file'),
@@ -135,8 +139,14 @@ export function registerConntrack(program: Command): void {
     }) => {
       const fmt = outputFormat(o);
       const fam = family(o.family);
-      const services = (await readTable(o.services, 'services')) as conntrack.ServiceEntry[];
-      const endpoints = (await readTable(o.endpoints, 'endpoints')) as conntrack.EndpointsTable;
+      const services = servicesFromDocument(
+        await readTable(o.services, 'services'),
+        fam,
+      ) as conntrack.ServiceEntry[];
+      const endpoints = endpointsFromDocument(
+        await readTable(o.endpoints, 'endpoints'),
+        fam,
+      ) as conntrack.EndpointsTable;
       const handle = await conntrack.Conntrack.open(o.netns ? { netns: o.netns } : {});
       const stop = progressBar(handle);
       try {
