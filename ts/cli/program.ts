@@ -1,9 +1,9 @@
 // The `kubenode` command. Each subcommand lives in its own module and registers itself here.
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
 import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
-import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
 import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
