@@ -51,7 +51,13 @@ export {
   SYSCTL_CONTAIN_SLASH_PATTERN_FMT,
   SYSCTL_MAX_LENGTH,
 } from './names.js';
-export { type PolicyAdmitResult, SysctlNamePolicy, SysctlPolicy, type SysctlPolicyEntry } from './policy.js';
+export {
+  type CompiledEntry,
+  type PolicyAdmitResult,
+  SysctlNamePolicy,
+  SysctlPolicy,
+  type SysctlPolicyEntry,
+} from './policy.js';
 export {
   loadSysctlPolicyFile,
   parseSysctlPolicyFile,
@@ -61,6 +67,7 @@ export {
 } from './policy-file.js';
 export { SYSCTL_POLICY_API_VERSION, SYSCTL_POLICY_KIND, SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
 export {
+  type AnyPolicy,
   type LabelSelector,
   type RenderAdmissionPolicyOptions,
   type RenderedAdmissionPolicy,
@@ -71,3 +78,4 @@ export {
 export { type KubeletAllowlistOptions, kubeletAllowlist } from './render/kubelet.js';
 export type { FieldError, PodLike, SysctlNamespace, V1Sysctl } from './types.js';
 export { type ValidatePodSysctlsOptions, validatePodSysctls, validateSysctlNames } from './validation.js';
+export type { IntRange } from './values.js';

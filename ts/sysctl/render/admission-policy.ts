@@ -73,7 +73,8 @@ export interface RenderAdmissionPolicyOptions extends KubeletAllowlistOptions {
   workloadKinds?: readonly WorkloadKind[];
 }
 
-type AnyPolicy = SysctlPolicy | SysctlNamePolicy;
+/** Either node-side policy: names only (`SysctlNamePolicy`) or names with values (`SysctlPolicy`). */
+export type AnyPolicy = SysctlPolicy | SysctlNamePolicy;
 
 /** Plain objects ready for `@kubernetes/client-node` (or YAML); deterministic for one input. */
 export type RenderedAdmissionPolicy = [Record<string, unknown>, Record<string, unknown>];
