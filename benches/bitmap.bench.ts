@@ -16,7 +16,9 @@ import { NaiveBitmap } from './lib/naive-bitmap.js';
 
 const SLOTS = 65_536;
 const FULL = Math.floor((SLOTS * 99) / 100);
-const OPS = 1000;
+const OPS = 1024;
+/** Batch sizes for allocateNextInto + releaseMany (each divides OPS). */
+const BATCHES = [16, 64, 256] as const;
 
 interface Allocator {
   allocate(i: number): boolean;
@@ -53,8 +55,41 @@ function cycle(m: Allocator): () => void {
   };
 }
 
+/** Batches of `size`: reserve `size` slots, then release them, per slot of work. */
+function batchCycle(m: bitmap.AllocationBitmap, size: number): () => void {
+  const out = new Uint32Array(size);
+  return () => {
+    for (let k = 0; k < OPS; k += size) {
+      if (m.allocateNextInto(out) !== size) throw new Error('map unexpectedly full');
+      m.releaseMany(out);
+    }
+  };
+}
+
+/** The same batches through single calls (plain TS has no crossing to save). */
+function singlesCycle(m: Allocator, size: number): () => void {
+  const out: number[] = new Array(size).fill(0);
+  return () => {
+    for (let k = 0; k < OPS; k += size) {
+      for (let j = 0; j < size; j++) {
+        const i = m.allocateNext();
+        if (i === null) throw new Error('map unexpectedly full');
+        out[j] = i;
+      }
+      for (let j = 0; j < size; j++) m.release(out[j] as number);
+    }
+  };
+}
+
 export async function run(ctx: BenchContext): Promise<string> {
   const rows: Measurement[] = [];
+  for (const size of BATCHES) {
+    const scenario = `batch${size}-empty`;
+    const mine = new bitmap.AllocationBitmap(SLOTS, 'user namespaces');
+    rows.push(await measureJs(ctx, scenario, 'kubenode', batchCycle(mine, size), { opsPerCall: OPS }));
+    const naive = new NaiveBitmap(SLOTS);
+    rows.push(await measureJs(ctx, scenario, 'plain-ts', singlesCycle(naive, size), { opsPerCall: OPS }));
+  }
   for (const [scenario, filled] of [
     ['alloc-release-99full', FULL],
     ['alloc-release-empty', 0],
@@ -96,6 +131,11 @@ export async function run(ctx: BenchContext): Promise<string> {
     `  ${fmtNs(mineFull?.medianNsPerOp ?? Number.NaN)} per cycle, i.e. two calls across the binding (target ≤1 µs per call).`,
     `- Empty map: ${fmtRatio(speedup(rows, 'alloc-release-empty', 'go-upstream'))} vs upstream Go, ` +
       `${fmtRatio(speedup(rows, 'alloc-release-empty', 'plain-ts'))} vs plain TypeScript.`,
+    ...BATCHES.map(
+      (size) =>
+        `- Batches of ${size} (allocateNextInto + releaseMany, per slot): ` +
+        `${fmtRatio(speedup(rows, `batch${size}-empty`, 'plain-ts'))} vs plain TypeScript's single calls (target ≥1.0×).`,
+    ),
   ].join('\n');
-  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one call per operation); \`kubenode-core\` is the Rust core\ntimed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap.\n`;
+  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one call per operation; one call per batch in the \`batchN\` rows); \`kubenode-core\` is the Rust core\ntimed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap.\n`;
 }

@@ -1,8 +1,12 @@
 // ServiceCIDR lookups: "which ServiceCIDRs contain this address" over 10,000 ServiceCIDRs, for
 // kubenode's Rust trie (called from JavaScript), a plain TypeScript scan (ipaddr.js), and
 // upstream Go's pkg/api/servicecidr.ContainsAddress over an informer lister. Plus the
-// controller end to end against a real kube-apiserver: 1,000 ServiceCIDRs made Ready, then
-// deleted.
+// controller end to end against upstream kube-controller-manager on one real kube-apiserver:
+// 1,000 ServiceCIDRs made Ready, then deleted; time, API requests and RSS of each.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { NetworkingV1Api, type V1ServiceCIDR, Watch } from '@kubernetes/client-node';
 import ipaddr from 'ipaddr.js';
 import { startApiServer } from '../test/support/apiserver.js';
@@ -12,8 +16,10 @@ import {
   comparisonTable,
   fmtNs,
   fmtRatio,
+  goPeerBinary,
   type Measurement,
   measureJs,
+  repoRoot,
   runGoPeer,
   speedup,
 } from './lib/harness.js';
@@ -116,89 +122,251 @@ async function lookups(ctx: BenchContext): Promise<{ rows: Measurement[]; text: 
   return { rows, text };
 }
 
-async function endToEnd(ctx: BenchContext): Promise<string> {
-  const n = ctx.quick ? 100 : 1000;
-  const api = await startApiServer();
-  try {
-    const net = api.kubeConfig.makeApiClient(NetworkingV1Api);
-    const names = Array.from({ length: n }, (_, i) => `e2e-${i}`);
-    const createStart = performance.now();
-    for (let i = 0; i < n; i += 50) {
-      await Promise.all(
-        names.slice(i, i + 50).map((name, k) =>
-          net.createServiceCIDR({
-            body: {
-              metadata: { name },
-              spec: { cidrs: [`10.${100 + Math.floor((i + k) / 256)}.${(i + k) % 256}.0/24`] },
-            },
-          }),
-        ),
-      );
-    }
-    const createMs = performance.now() - createStart;
+/** Audit policy: one Metadata event per stage for every request of the test user ("admin"). */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["admin"]
+- level: None
+`;
 
-    const readyNames = new Set<string>();
-    const gone = new Set<string>();
-    let onChange = () => {};
-    const w = await new Watch(api.kubeConfig).watch(
-      '/apis/networking.k8s.io/v1/servicecidrs',
-      {},
-      (phase, o: V1ServiceCIDR) => {
-        const name = o.metadata?.name ?? '';
-        if (!name.startsWith('e2e-')) return;
-        if (phase === 'DELETED') gone.add(name);
-        const r = o.status?.conditions?.find((c) => c.type === 'Ready');
-        if (r?.status === 'True' && o.metadata?.finalizers?.length) readyNames.add(name);
-        onChange();
-      },
-      () => {},
-    );
-    const until = (pred: () => boolean) =>
-      new Promise<void>((resolve) => {
-        onChange = () => pred() && resolve();
-        onChange();
-      });
+interface AuditEvent {
+  auditID: string;
+  verb: string;
+  requestReceivedTimestamp: string;
+  objectRef?: { resource?: string; subresource?: string };
+}
 
-    const controller = new servicecidr.ServiceCIDRController({
-      kubeConfig: api.kubeConfig,
-      deletionGracePeriodMs: 0,
-      logger: servicecidr.silentLogger,
+/** Requests (one per audit ID) received in [from, to], as counts per "verb resource[/sub]". */
+function requestsIn(auditLog: string, from: number, to: number, exclude: (e: AuditEvent) => boolean) {
+  const seen = new Set<string>();
+  const byKind = new Map<string, number>();
+  for (const line of readFileSync(auditLog, 'utf8').split('\n')) {
+    if (!line) continue;
+    const e = JSON.parse(line) as AuditEvent;
+    const t = Date.parse(e.requestReceivedTimestamp);
+    if (t < from || t > to || seen.has(e.auditID) || exclude(e)) continue;
+    seen.add(e.auditID);
+    const r = e.objectRef;
+    const kind = `${e.verb} ${r?.resource ?? '(non-resource)'}${r?.subresource ? `/${r.subresource}` : ''}`;
+    byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+  }
+  return { total: seen.size, byKind };
+}
+
+/** Peak and current resident set of a live process, in MiB. */
+function rssMiB(pid: number): { peak: number; now: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN);
+  return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 };
+}
+
+interface ControllerRun {
+  peer: string;
+  readyMs: number;
+  deleteMs: number;
+  requests: ReturnType<typeof requestsIn>;
+  rss: { peak: number; now: number };
+}
+
+/**
+ * One controller, as its own process, against the shared API server: the clients create `n`
+ * ServiceCIDRs, the controller starts (process start and informer list included) and makes them
+ * all finalized and Ready, the clients delete them all, the controller releases them (after the
+ * 10 s grace period both implementations use), then the controller is stopped.
+ */
+async function controllerRun(
+  ctx: BenchContext,
+  api: Awaited<ReturnType<typeof startApiServer>>,
+  auditLog: string,
+  n: number,
+  peer: string,
+  command: string[],
+): Promise<ControllerRun> {
+  const net = api.kubeConfig.makeApiClient(NetworkingV1Api);
+  const names = Array.from({ length: n }, (_, i) => `e2e-${i}`);
+  const readyNames = new Set<string>();
+  const gone = new Set<string>();
+  let onChange = () => {};
+  const w = await new Watch(api.kubeConfig).watch(
+    '/apis/networking.k8s.io/v1/servicecidrs',
+    {},
+    (phase, o: V1ServiceCIDR) => {
+      const name = o.metadata?.name ?? '';
+      if (!name.startsWith('e2e-')) return;
+      if (phase === 'DELETED') gone.add(name);
+      const r = o.status?.conditions?.find((c) => c.type === 'Ready');
+      if (r?.status === 'True' && o.metadata?.finalizers?.length) readyNames.add(name);
+      onChange();
+    },
+    () => {},
+  );
+  const until = (pred: () => boolean, what: string, ms = 600_000) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${peer}: timed out waiting for ${what}`)), ms);
+      onChange = () => {
+        if (pred()) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      onChange();
     });
-    const ac = new AbortController();
-    const t0 = performance.now();
-    const running = controller.run(ac.signal);
-    await until(() => readyNames.size === n);
+  for (let i = 0; i < n; i += 50) {
+    await Promise.all(
+      names.slice(i, i + 50).map((name, k) =>
+        net.createServiceCIDR({
+          body: {
+            metadata: { name },
+            spec: { cidrs: [`10.${100 + Math.floor((i + k) / 256)}.${(i + k) % 256}.0/24`] },
+          },
+        }),
+      ),
+    );
+  }
+  const from = Date.now();
+  const t0 = performance.now();
+  const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    await Promise.race([
+      until(() => readyNames.size === n, 'all Ready'),
+      exited.then(() => Promise.reject(new Error(`${peer} exited early: ${stderr}`))),
+    ]);
     const readyMs = performance.now() - t0;
-
     const t1 = performance.now();
     for (let i = 0; i < n; i += 50) {
       await Promise.all(names.slice(i, i + 50).map((name) => net.deleteServiceCIDR({ name })));
     }
-    await until(() => gone.size === n);
+    await until(() => gone.size === n, 'all deleted');
     const deleteMs = performance.now() - t1;
-    ac.abort();
-    await running;
+    const rss = rssMiB(child.pid as number);
+    child.kill('SIGTERM');
+    await exited;
+    const to = Date.now();
+    // The clients' own deletes fall in the window; neither controller deletes ServiceCIDRs.
+    const requests = requestsIn(
+      auditLog,
+      from,
+      to,
+      (e) => e.verb === 'delete' && e.objectRef?.resource === 'servicecidrs',
+    );
+    ctx.log(
+      `  e2e ${peer}: Ready ${readyMs.toFixed(0)} ms, deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, peak RSS ${rss.peak.toFixed(1)} MiB`,
+    );
+    return { peer, readyMs, deleteMs, requests, rss };
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
     w.abort();
-    ctx.log(`  e2e: ${n} Ready in ${readyMs.toFixed(0)} ms, deleted in ${deleteMs.toFixed(0)} ms`);
+  }
+}
+
+const UNLIMITED = 'go-upstream (raised client limit)';
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2
+    ? (s[(s.length - 1) / 2] as number)
+    : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
+};
+
+async function endToEnd(ctx: BenchContext): Promise<string> {
+  const n = ctx.quick ? 100 : 1000;
+  const rounds = ctx.quick ? 1 : 3;
+  const kcm = goPeerBinary('kube-controller-manager');
+  const dir = mkdtempSync(join(tmpdir(), 'kubenode-bench-scc-'));
+  const policy = join(dir, 'audit-policy.yaml');
+  const auditLog = join(dir, 'audit.log');
+  writeFileSync(policy, AUDIT_POLICY);
+  const api = await startApiServer({
+    extraArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-mode=blocking'],
+  });
+  try {
+    const commands: Record<string, string[]> = {
+      kubenode: [
+        process.execPath,
+        join(repoRoot, 'dist', 'cli', 'main.js'),
+        'servicecidr-controller',
+        `--kubeconfig=${api.kubeconfigFile}`,
+        '--v=0',
+      ],
+      'go-upstream': [
+        kcm,
+        `--kubeconfig=${api.kubeconfigFile}`,
+        '--controllers=service-cidr-controller',
+        '--use-service-account-credentials=false',
+        '--leader-elect=false',
+        '--secure-port=0',
+        '--v=0',
+      ],
+    };
+    // Upstream's default client limit (20 QPS, burst 30) sets its pace; this row lifts it, to
+    // compare the controllers rather than the limiter.
+    commands[UNLIMITED] = [
+      ...(commands['go-upstream'] as string[]),
+      '--kube-api-qps=1000',
+      '--kube-api-burst=1000',
+    ];
+    // Alternate the order each round, so neither side always runs on a warmer server.
+    const runs: ControllerRun[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const peers = ['kubenode', 'go-upstream', UNLIMITED];
+      const order = [...peers.slice(r % 3), ...peers.slice(0, r % 3)];
+      for (const peer of order)
+        runs.push(await controllerRun(ctx, api, auditLog, n, peer, commands[peer] as string[]));
+    }
+    const of = (peer: string) => runs.filter((x) => x.peer === peer);
+    const row = (peer: string) => {
+      const xs = of(peer);
+      return {
+        ready: median(xs.map((x) => x.readyMs)),
+        del: median(xs.map((x) => x.deleteMs)),
+        req: median(xs.map((x) => x.requests.total)),
+        rss: median(xs.map((x) => x.rss.peak)),
+      };
+    };
+    const k = row('kubenode');
+    const g = row('go-upstream');
+    const u = row(UNLIMITED);
+    const kinds = (peer: string) => {
+      const last = of(peer).at(-1);
+      return [...(last?.requests.byKind ?? [])]
+        .sort((a, b) => b[1] - a[1])
+        .map(([kind, c]) => `${kind} ${c}`)
+        .join(', ');
+    };
     return [
-      '| phase | ServiceCIDRs | wall time | per object |',
-      '|---|---:|---:|---:|',
-      `| clients create the objects (50 in flight) | ${n} | ${(createMs / 1000).toFixed(2)} s | ${fmtNs((createMs * 1e6) / n)} |`,
-      `| controller starts → all have the finalizer and Ready=True | ${n} | ${(readyMs / 1000).toFixed(2)} s | ${fmtNs((readyMs * 1e6) / n)} |`,
-      `| deletes issued → all gone (grace period 0) | ${n} | ${(deleteMs / 1000).toFixed(2)} s | ${fmtNs((deleteMs * 1e6) / n)} |`,
+      `| controller | all finalized and Ready | all deleted (10 s grace) | API requests | peak RSS |`,
+      '|---|---:|---:|---:|---:|',
+      `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB |`,
+      `| go-upstream (kube-controller-manager v1.36.3) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB |`,
+      `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} |`,
+      `| go-upstream, \`--kube-api-qps=1000 --kube-api-burst=1000\` | ${(u.ready / 1000).toFixed(2)} s | ${(u.del / 1000).toFixed(2)} s | ${u.req} | ${u.rss.toFixed(1)} MiB |`,
+      `| ratio (upstream with the raised limit / kubenode) | ${fmtRatio(u.ready / k.ready)} | ${fmtRatio(u.del / k.del)} | ${fmtRatio(u.req / k.req)} | ${fmtRatio(u.rss / k.rss)} |`,
       '',
-      'One kube-apiserver v1.36.3 + etcd 3.6.8 on loopback, 5 workers, one run. "Ready" counts from the controller start',
-      '(informer list included) to the last watch event showing the finalizer and Ready=True; each object needs two',
-      'writes (strategic-merge finalizer patch, status apply). kube-controller-manager is not built here, so there is no',
-      'upstream figure for this row; the first line (plain object creation) is the same server doing one write per object.',
+      `Medians of ${rounds} rounds per controller (order rotating), ${n} ServiceCIDRs each round, one kube-apiserver`,
+      'v1.36.3 + etcd 3.6.8 on loopback shared by both. Each controller runs as its own process with 5 workers; its',
+      'time starts at process spawn (start-up and informer list included) and ends at the last watch event showing',
+      'the finalizer and Ready=True (resp. the last DELETED event, timed from the first delete). Requests are the',
+      "API server's audit events (one per audit ID) between spawn and exit, less the clients' deletes; RSS is",
+      'VmHWM from /proc before the controller is stopped.',
+      '',
+      `Requests of the last round — kubenode: ${kinds('kubenode')}; upstream: ${kinds('go-upstream')}.`,
     ].join('\n');
   } finally {
     await api.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 export async function run(ctx: BenchContext): Promise<string> {
   const { text } = await lookups(ctx);
   const e2e = await endToEnd(ctx);
-  return `### CIDRIndex.containing, 10,000 ServiceCIDRs\n\n${text}\n\n### Controller end to end (real API server)\n\n${e2e}\n`;
+  return `### CIDRIndex.containing, 10,000 ServiceCIDRs\n\n${text}\n\n### Controller end to end against kube-controller-manager (real API server)\n\n${e2e}\n`;
 }

@@ -18,6 +18,18 @@ export declare class AllocationBitmap {
   toArray(): Array<number>
   snapshot(): BitmapSnapshot
   restore(range: string, data: Uint8Array): void
+  /**
+   * Fills `out` by consecutive allocateNext calls; returns how many slots were taken (fewer
+   * than `out.length` only when the map filled up).
+   */
+  allocateNextInto(out: Uint32Array): number
+  /** Releases every slot; returns how many were taken before. */
+  releaseMany(slots: Uint32Array): number
+  /**
+   * `release_many` for JS numbers: every value is checked before any slot is released, so a
+   * bad value leaves the map unchanged.
+   */
+  releaseManyNumbers(slots: Float64Array): number
 }
 export type JsAllocationBitmap = AllocationBitmap
 

@@ -64,14 +64,50 @@ export class AllocationBitmap {
    * Reserves a free slot chosen by the strategy, or returns null when the map is full. Throws a
    * `KubenodeRangeError` on a random-scan map whose offset is not below `max` (upstream panics).
    */
-  allocateNext(): number | null {
-    return callNative(() => this.#n.allocateNext());
+  allocateNext(): number | null;
+  /**
+   * Reserves up to `n` slots in one native call, exactly as `n` calls of `allocateNext()` would;
+   * the result holds exactly the slots taken (fewer than `n` only when the map filled up).
+   */
+  allocateNext(n: number): number[];
+  allocateNext(n?: number): number | null | number[] {
+    if (n === undefined) return callNative(() => this.#n.allocateNext());
+    assertInteger('n', n, 0, MAX_SLOTS);
+    const out = new Uint32Array(Math.min(n, this.#n.max));
+    return Array.from(
+      out.subarray(
+        0,
+        callNative(() => this.#n.allocateNextInto(out)),
+      ),
+    );
+  }
+
+  /**
+   * Fills `out` with newly reserved slots in one native call and returns how many it wrote:
+   * `out.length` unless the map filled up, and then `out.subarray(0, returned)` is exactly what
+   * was taken. Reuse one array across calls to allocate nothing per batch.
+   */
+  allocateNextInto(out: Uint32Array): number {
+    if (!(out instanceof Uint32Array)) throw new KubenodeTypeError('out must be a Uint32Array');
+    return callNative(() => this.#n.allocateNextInto(out));
   }
 
   /** Frees slot `i`; releasing a free or out-of-range slot is a no-op, as upstream. */
   release(i: number): void {
     assertInteger('offset', i);
     this.#n.release(i);
+  }
+
+  /**
+   * Releases every slot in one native call, as `release` would one by one; returns how many were
+   * taken before. A non-integer or negative value throws before anything is released.
+   */
+  releaseMany(slots: Uint32Array | readonly number[]): number {
+    if (slots instanceof Uint32Array) return this.#n.releaseMany(slots);
+    if (!Array.isArray(slots))
+      throw new KubenodeTypeError('slots must be a Uint32Array or an array of numbers');
+    for (const i of slots) assertInteger('offset', i);
+    return callNative(() => this.#n.releaseManyNumbers(Float64Array.from(slots)));
   }
 
   has(i: number): boolean {

@@ -6,7 +6,7 @@
 #   benches/peers/prepare.sh [--force] [target ...]
 #
 # Targets: bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench
-#          kube-apiserver etcd all        (default: all)
+#          kube-apiserver kube-controller-manager etcd all   (default: all)
 #
 # Output folder: ${KUBENODE_PEERS_BIN:-<repo>/.cache/peers/bin}
 #
@@ -28,7 +28,7 @@ repo=$(cd "$here/../.." && pwd)
 bin=${KUBENODE_PEERS_BIN:-$repo/.cache/peers/bin}
 
 benches=(bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench)
-servers=(kube-apiserver etcd)
+servers=(kube-apiserver kube-controller-manager etcd)
 all=("${benches[@]}" "${servers[@]}")
 
 die() { echo "prepare: error: $*" >&2; exit 1; }
@@ -88,7 +88,7 @@ k8s_version() { # version of k8s.io/kubernetes selected by go.mod
 
 build() {
 	local t=$1 out=$bin/$1 ldflags='-s -w' start
-	if [ "$t" = kube-apiserver ]; then
+	if [ "$t" = kube-apiserver ] || [ "$t" = kube-controller-manager ]; then
 		# What hack/lib/version.sh stamps into release builds, so /version
 		# reports the real release instead of v0.0.0-master.
 		local v major minor pkg=k8s.io/component-base/version

@@ -6,6 +6,7 @@
 //! O(log64 n) word operations, and memory stays at about n/8 bytes.
 
 mod allocation;
+mod batch;
 mod error;
 mod levels;
 mod rng;

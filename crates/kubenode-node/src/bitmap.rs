@@ -1,5 +1,5 @@
 use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, SplitMix64, Strategy};
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, Uint32ArraySlice};
 use napi_derive::napi;
 
 use crate::convert;
@@ -138,5 +138,36 @@ impl JsAllocationBitmap {
     #[napi]
     pub fn restore(&mut self, range: String, data: &[u8]) -> Result<()> {
         self.inner.restore(&range, data).map_err(to_js)
+    }
+}
+
+/// Batch calls: one crossing per batch (`ts/bitmap.ts` builds `allocateNext(n)` and
+/// `releaseMany` on them). Slots travel as `Uint32Array`s the caller owns, so no JS array is
+/// built on this side.
+#[napi]
+impl JsAllocationBitmap {
+    /// Fills `out` by consecutive allocateNext calls; returns how many slots were taken (fewer
+    /// than `out.length` only when the map filled up).
+    #[napi]
+    pub fn allocate_next_into(&mut self, mut out: Uint32ArraySlice<'_>) -> Result<u32> {
+        // SAFETY: JS is blocked for the whole call, so nothing else touches the array's memory.
+        let out = unsafe { out.as_mut() };
+        Ok(self.inner.allocate_next_into(out).map_err(to_js)? as u32)
+    }
+
+    /// Releases every slot; returns how many were taken before.
+    #[napi]
+    pub fn release_many(&mut self, slots: &[u32]) -> u32 {
+        self.inner.release_many(slots.iter().map(|&i| i as usize)) as u32
+    }
+
+    /// `release_many` for JS numbers: every value is checked before any slot is released, so a
+    /// bad value leaves the map unchanged.
+    #[napi]
+    pub fn release_many_numbers(&mut self, slots: &[f64]) -> Result<u32> {
+        for &i in slots {
+            convert::index("offset", i, u64::MAX >> 11)?;
+        }
+        Ok(self.inner.release_many(slots.iter().map(|&i| i as usize)) as u32)
     }
 }
