@@ -29,7 +29,9 @@ export const LABEL_SELECTOR_SCHEMA = {
   },
 } as const;
 
+/** `apiVersion` of a sysctl policy file. */
 export const SYSCTL_POLICY_API_VERSION = 'kubenode.io/v1alpha1';
+/** `kind` of a sysctl policy file. */
 export const SYSCTL_POLICY_KIND = 'SysctlPolicy';
 
 export const SYSCTL_POLICY_SCHEMA = {
