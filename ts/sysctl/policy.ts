@@ -153,10 +153,15 @@ const SEGMENT = /^[a-z]+[a-z0-9_-]*$/;
 
 /** A compiled entry: the rule renderers translate. Values are in canonical form. */
 export interface CompiledEntry {
+  /** The name pattern split at dots; `*` matches any one segment. */
   segments: string[];
+  /** Allowed values, canonical form. */
   values?: Set<string>;
+  /** Smallest allowed integer value (inclusive). */
   min?: number;
+  /** Largest allowed integer value (inclusive). */
   max?: number;
+  /** One integer range per field of a multi-value sysctl. */
   fields?: IntRange[];
 }
 
