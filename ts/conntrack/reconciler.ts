@@ -108,7 +108,7 @@ export class StaleFlowReconciler {
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
   #servicesSynced = false;
   #slicesSynced = false;
-  /** Cleanup passes completed so far (one per family per sync). */
+  /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {

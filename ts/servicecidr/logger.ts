@@ -9,7 +9,7 @@ export type KeyValues = Record<string, unknown>;
 export interface Logger {
   /** An informational line at verbosity `v` (printed when the logger's verbosity is ≥ `v`). */
   info(v: number, msg: string, kv?: KeyValues): void;
-  /** An error line, always printed; `err` is logged as `err="…"`. */
+  /** An error line, always printed, with `err` appended as the `err` key. */
   error(msg: string, err: unknown, kv?: KeyValues): void;
 }
 

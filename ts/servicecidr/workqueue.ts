@@ -50,7 +50,10 @@ export class RateLimitingQueue<T> {
     return { unfinishedSeconds: total, longestSeconds: longest };
   }
 
-  /** Queues `item` unless it is already queued (or the queue is shutting down). */
+  /**
+   * Queues `item` unless it is already waiting (or the queue is shutting down); an item being
+   * processed is queued again on `done`.
+   */
   add(item: T): void {
     if (this.#shuttingDown || this.#dirty.has(item)) return;
     this.#metrics.add();

@@ -34,7 +34,7 @@ export interface IdMapping {
 
 /** CRI `UserNamespace`; only NODE and POD are used for user namespaces. */
 export interface UserNamespace {
-  /** `NODE` shares the host's user namespace (`hostUsers: true`); `POD` gives the pod its own. */
+  /** `NODE` shares the host's user namespace; `POD` gives the pod its own. */
   mode: 'NODE' | 'POD';
   /** UID mappings; empty in `NODE` mode. */
   uids: IdMapping[];
