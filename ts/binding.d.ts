@@ -545,18 +545,32 @@ export interface UsernsVerifyOutcome {
 /** Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping. */
 export declare function usernsVerifyPod(podsDir: string, podUid: string): Promise<UsernsVerifyOutcome>
 
+/** What a mapping check saw: a process in a new user namespace with the range, uid 0 inside. */
 export interface UsernsVerifyReport {
+  /** Pod UID, when the range came from a pod's `userns` file. */
   pod?: string
+  /** First host ID of the range (what uid/gid 0 inside maps to). */
   hostId: number
+  /** Number of IDs in the range. */
   length: number
+  /** Host PID of the checking process. */
   pid: number
+  /** `getuid()` inside the namespace after `setresuid(0)`. */
   insideUid: number
+  /** `getgid()` inside the namespace after `setresgid(0)`. */
   insideGid: number
+  /** Real uid of the same process, seen from the initial namespace. */
   outsideUid: number
+  /** Real gid of the same process, seen from the initial namespace. */
   outsideGid: number
+  /** Host owner uid of a file the process created inside the namespace. */
   fileUid: number
+  /** Host owner gid of that file. */
   fileGid: number
+  /** `/proc/<pid>/uid_map` as read from the host. */
   uidMap: string
+  /** `/proc/<pid>/gid_map` as read from the host. */
   gidMap: string
+  /** Every observation agrees: 0 inside is `hostId` outside. */
   ok: boolean
 }

@@ -5,8 +5,10 @@ import type { AllocationBitmap as NativeBitmap } from './binding.js';
 import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
 import { native } from './native.js';
 
+/** How `allocateNext` picks a free slot (upstream's `randomScanStrategy`/`contiguousScanStrategy`). */
 export type Strategy = 'random-scan' | 'contiguous-scan';
 
+/** Options of the `AllocationBitmap` constructor. */
 export interface AllocationBitmapOptions {
   /** `random-scan` (upstream's default) or `contiguous-scan` (lowest free slot first). */
   strategy?: Strategy;
@@ -20,7 +22,9 @@ export interface AllocationBitmapOptions {
   seed?: number;
 }
 
+/** A bitmap's persisted state, upstream's `RangeAllocation` format. */
 export interface BitmapSnapshot {
+  /** The map's `rangeSpec`; `restore` refuses a snapshot of another range. */
   range: string;
   /** Upstream's format: the bit set as a big-endian integer without leading zero bytes. */
   data: Buffer;
@@ -29,6 +33,14 @@ export interface BitmapSnapshot {
 /** Largest supported size: one slot per 32-bit ID. */
 export const MAX_SLOTS = 2 ** 32;
 
+/**
+ * A fixed-size set of slots `[0, max)`, upstream's `AllocationBitmap`.
+ * @param max number of slots, 0 to `MAX_SLOTS`.
+ * @param rangeSpec text identifying the range (e.g. a CIDR), stored in snapshots.
+ * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) for a non-integer `max`/`offset`/`seed`, a non-string
+ * `rangeSpec` or an unknown strategy; KubenodeRangeError (`ERR_KUBENODE_OUT_OF_RANGE`) for `max` or
+ * `offset` outside [0, 2^32].
+ */
 export class AllocationBitmap {
   readonly #n: NativeBitmap;
 
@@ -46,10 +58,12 @@ export class AllocationBitmap {
     this.#n = callNative(() => new native.AllocationBitmap(max, rangeSpec, { strategy, offset, seed }));
   }
 
+  /** Number of slots. */
   get max(): number {
     return this.#n.max;
   }
 
+  /** The range this map was created for. */
   get rangeSpec(): string {
     return this.#n.rangeSpec;
   }
@@ -110,6 +124,7 @@ export class AllocationBitmap {
     return callNative(() => this.#n.releaseManyNumbers(Float64Array.from(slots)));
   }
 
+  /** True when slot `i` is taken; false for a free or out-of-range slot. */
   has(i: number): boolean {
     assertInteger('offset', i);
     return this.#n.has(i);
@@ -120,6 +135,7 @@ export class AllocationBitmap {
     return this.#n.free();
   }
 
+  /** Number of taken slots. */
   count(): number {
     return this.#n.count();
   }
@@ -134,6 +150,7 @@ export class AllocationBitmap {
     return this.#n.toArray();
   }
 
+  /** The current state, to persist and later pass to `restore`. */
   snapshot(): BitmapSnapshot {
     return this.#n.snapshot();
   }

@@ -6,21 +6,32 @@ import { loadNative, nativePath } from './native.js';
 import { sysctlSection } from './sysctl/doctor.js';
 import { usernsPoolSection } from './userns/doctor.js';
 
+/** `ok`: usable; `warn`: present but limited or off; `missing`: absent or unreadable. */
 export type CheckStatus = 'ok' | 'warn' | 'missing';
 
+/** One thing the doctor looked at. */
 export interface DoctorCheck {
+  /** What was checked (e.g. `max_user_namespaces`). */
   name: string;
+  /** The verdict. */
   status: CheckStatus;
+  /** What was found; null when it could not be read. */
   value: string | number | boolean | null;
+  /** Why the status is not `ok`, or extra context. */
   detail?: string;
 }
 
+/** The checks of one subsystem or area. */
 export interface DoctorSection {
+  /** Section title (e.g. `platform`, `binding`, `user namespaces`). */
   section: string;
+  /** The checks, in report order. */
   checks: DoctorCheck[];
 }
 
+/** What `collect` found. */
 export interface DoctorReport {
+  /** Every section, in report order. */
   sections: DoctorSection[];
 }
 
@@ -106,6 +117,10 @@ async function conntrack(): Promise<DoctorSection> {
   };
 }
 
+/**
+ * Checks what this node offers the subsystems (platform, binding, user namespaces, conntrack,
+ * sysctls, the user-namespace ID pool). Never throws for a missing file or binary: reports it.
+ */
 export async function collect(): Promise<DoctorReport> {
   const sections = await Promise.all([
     platform(),
@@ -118,6 +133,7 @@ export async function collect(): Promise<DoctorReport> {
   return { sections };
 }
 
+/** The report as text, as `kubenode doctor` prints it: `!` marks warn, `-` marks missing. */
 export function formatText(report: DoctorReport): string {
   const lines: string[] = [];
   for (const s of report.sections) {

@@ -1,6 +1,7 @@
 // Typed errors. The binding reports failures with an `ERR_KUBENODE_*` code; `fromNative` turns
 // them into instances of these classes so callers can use `instanceof` as well as `code`.
 
+/** Stable `code` of every kubenode error, one per kind of failure. */
 export type KubenodeErrorCode =
   | 'ERR_KUBENODE_INVALID_ARG'
   | 'ERR_KUBENODE_OUT_OF_RANGE'
@@ -37,6 +38,7 @@ function brand(e: object): void {
 
 /** Base class of every error kubenode throws on purpose. */
 export class KubenodeError extends Error {
+  /** Stable `ERR_KUBENODE_*` code saying what kind of failure this is. */
   readonly code: KubenodeErrorCode;
   constructor(code: KubenodeErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -58,6 +60,7 @@ Object.defineProperty(KubenodeError, Symbol.hasInstance, {
 
 /** A value of the wrong type or shape (not a number, not an integer, malformed text). */
 export class KubenodeTypeError extends TypeError {
+  /** Always `ERR_KUBENODE_INVALID_ARG`. */
   readonly code = 'ERR_KUBENODE_INVALID_ARG' as const;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -68,6 +71,7 @@ export class KubenodeTypeError extends TypeError {
 
 /** A number outside the range an operation accepts. */
 export class KubenodeRangeError extends RangeError {
+  /** Always `ERR_KUBENODE_OUT_OF_RANGE`. */
   readonly code = 'ERR_KUBENODE_OUT_OF_RANGE' as const;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

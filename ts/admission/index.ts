@@ -3,23 +3,35 @@
 import { describe, KubenodeTypeError } from '../errors.js';
 import type { PodLike } from '../sysctl/types.js';
 
+/** What a handler sees for one pod (upstream `lifecycle.PodAdmitAttributes`). */
 export interface PodAdmitAttributes {
+  /** The pod being admitted. */
   pod: PodLike;
   /** Pods already admitted to the node. */
   otherPods?: PodLike[];
 }
 
+/** A handler's verdict (upstream `lifecycle.PodAdmitResult`). */
 export interface PodAdmitResult {
+  /** True to let the pod run; the first `false` in the chain rejects it. */
   admit: boolean;
+  /** Machine-readable reason for a rejection (CamelCase, e.g. `SysctlForbidden`). */
   reason?: string;
+  /** Human-readable explanation of a rejection. */
   message?: string;
 }
 
+/** One admission check (upstream `lifecycle.PodAdmitHandler`). */
 export interface PodAdmitHandler {
+  /** Name reported as `ChainResult.handler` when this handler rejects or fails. */
   readonly name: string;
+  /**
+   * Decides on one pod; may be async. A throw or a non-result rejects the pod with `UnexpectedAdmissionError`.
+   */
   admit(attrs: PodAdmitAttributes): PodAdmitResult | Promise<PodAdmitResult>;
 }
 
+/** The chain's verdict: the first rejection, or `{ admit: true }` when every handler admits. */
 export interface ChainResult extends PodAdmitResult {
   /** The handler that rejected the pod. */
   handler?: string;
@@ -28,6 +40,11 @@ export interface ChainResult extends PodAdmitResult {
 /** Reason used when a handler throws or returns something that is not a result. */
 export const UNEXPECTED_ADMISSION_ERROR = 'UnexpectedAdmissionError';
 
+/**
+ * Runs admit handlers in order; the first rejection wins (the kubelet's `admitHandlers` loop).
+ * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `handlers` is not an array of
+ * `{ name: string, admit(attrs) }`.
+ */
 export class PodAdmitChain {
   readonly #handlers: PodAdmitHandler[];
 
@@ -54,10 +71,17 @@ export class PodAdmitChain {
     return this;
   }
 
+  /** Names of the handlers, in the order they run. */
   get handlers(): readonly string[] {
     return this.#handlers.map((h) => h.name);
   }
 
+  /**
+   * Runs the handlers on `attrs.pod` (with `otherPods` defaulting to `[]`) until one rejects.
+   * A handler that throws or returns a non-result rejects the pod with reason
+   * `UnexpectedAdmissionError` instead of rejecting this promise.
+   * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `attrs` is not `{ pod, otherPods? }`.
+   */
   async admit(attrs: PodAdmitAttributes): Promise<ChainResult> {
     if (typeof attrs !== 'object' || attrs === null || typeof attrs.pod !== 'object' || attrs.pod === null) {
       throw new KubenodeTypeError(`admit attributes must be { pod, otherPods? }, got ${describe(attrs)}`);
@@ -91,8 +115,11 @@ export class PodAdmitChain {
 
 /** What the kubelet writes into a rejected pod's status (`Kubelet.rejectPod`). */
 export function rejectedPodStatus(result: PodAdmitResult): {
+  /** Always `Failed`: a rejected pod never runs. */
   phase: 'Failed';
+  /** The rejection's reason (empty when it had none). */
   reason: string;
+  /** `Pod was rejected: ` followed by the rejection's message. */
   message: string;
 } {
   return {

@@ -13,6 +13,7 @@ import {
   validateTables,
 } from './tables.js';
 
+/** Options of `cleanStaleEntries`. */
 export interface CleanOptions {
   /** Select stale flows but delete nothing (no metrics are recorded). */
   dryRun?: boolean;
@@ -23,6 +24,7 @@ export interface CleanOptions {
   metrics?: ConntrackMetrics | null;
 }
 
+/** What one `cleanStaleEntries` pass did. */
 export interface CleanResult {
   /** Entries listed (the kernel-filtered UDP table of this family). */
   listed: number;
@@ -30,12 +32,17 @@ export interface CleanResult {
   stale: number;
   /** Deleted now or already gone (ENOENT), as kube-proxy counts. */
   deleted: number;
+  /** Of `deleted`, the flows that were already gone. */
   notFound: number;
+  /** Stale flows the kernel refused to delete. */
   failed: number;
   /** The dump stayed interrupted after 5 attempts and the pass used the partial list. */
   partial: boolean;
+  /** Dump attempts made (more than 1 when the kernel interrupted a dump). */
   attempts: number;
+  /** Wall time of the pass, in seconds (what `sync_duration` records). */
   seconds: number;
+  /** The first failed delete's message, when any failed. */
   firstError?: string;
 }
 

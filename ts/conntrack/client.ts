@@ -6,13 +6,19 @@ import { native } from '../native.js';
 import { ConntrackClosedError, conntrackError } from './errors.js';
 import { assertNumber, type IPFamily } from './tables.js';
 
+/** One direction of a flow. */
 export interface FlowTuple {
+  /** Source address (IPv4 or IPv6 text). */
   srcIP: string;
+  /** Destination address (IPv4 or IPv6 text). */
   dstIP: string;
+  /** Source port (0 for protocols without ports). */
   srcPort: number;
+  /** Destination port (0 for protocols without ports). */
   dstPort: number;
 }
 
+/** One conntrack entry, upstream's `netlink.ConntrackFlow` in the fields kube-proxy uses. */
 export interface Flow {
   /** L4 protocol number (17 = UDP, 6 = TCP, 132 = SCTP). */
   protocol: number;
@@ -20,15 +26,19 @@ export interface Flow {
   forward: FlowTuple;
   /** Reply direction (its source is the DNAT target). */
   reverse: FlowTuple;
+  /** Conntrack zone (0 by default). */
   zone: number;
   /** Conntrack ID; deletes are guarded by it when present. */
   id?: number;
+  /** Connection mark (`ct mark`). */
   mark: number;
+  /** Status bits (the kernel's `IPS_*` flags). */
   status: number;
   /** Seconds left. */
   timeout: number;
 }
 
+/** Filter of `Conntrack.list`; empty lists every entry of the family. */
 export interface ListOptions {
   /** Protocol name or number; filtered in the kernel and again in user space. */
   protocol?: 'udp' | 'tcp' | 'sctp' | 'UDP' | 'TCP' | 'SCTP' | number;
@@ -38,30 +48,43 @@ export interface ListOptions {
   dstPort?: number;
 }
 
+/** Result of `Conntrack.list`. */
 export interface ListResult {
+  /** The entries that match. */
   flows: Flow[];
   /** The dump stayed interrupted after 5 attempts; the list may be incomplete. */
   partial: boolean;
+  /** Dump attempts made (more than 1 when the kernel interrupted a dump). */
   attempts: number;
 }
 
+/** Result of `Conntrack.delete`. */
 export interface DeleteResult {
   /** Deleted now or already gone (ENOENT), as kube-proxy counts. */
   deleted: number;
+  /** Of `deleted`, the flows that were already gone. */
   notFound: number;
+  /** Flows the kernel refused to delete. */
   failed: number;
+  /** The first failure's message, when any failed. */
   firstError?: string;
 }
 
+/** Options of `Conntrack.open`. */
 export interface OpenOptions {
   /** Network namespace file, e.g. `/var/run/netns/NAME`; default: this process's. */
   netns?: string;
 }
 
+/** Live progress of a cleanup pass (`cleanStaleEntries`) running on a handle. */
 export interface Progress {
+  /** What the pass is doing now; `idle` when none runs. */
   phase: 'idle' | 'listing' | 'deleting';
+  /** Entries listed so far. */
   listed: number;
+  /** Listed entries found stale so far. */
   stale: number;
+  /** Stale entries deleted so far. */
   deleted: number;
 }
 
@@ -111,6 +134,14 @@ export function check<T extends NativeOutcome>(o: T): T {
  */
 export let handleOf: (ct: Conntrack) => NativeConntrack;
 
+/**
+ * A ctnetlink handle (kube-proxy's `conntrack.Interface`): one persistent netlink socket, opened
+ * with `Conntrack.open`; every operation runs off the JS thread. Failures are
+ * `ConntrackPermissionError` (`ERR_KUBENODE_PERMISSION`, no CAP_NET_ADMIN),
+ * `ConntrackUnavailableError` (`ERR_KUBENODE_UNSUPPORTED`, no ctnetlink),
+ * `ConntrackFamilyError` (`ERR_KUBENODE_INVALID_ARG`, wrong IP family) and, once closed,
+ * `ConntrackClosedError` (`ERR_KUBENODE_IO`).
+ */
 export class Conntrack {
   readonly #n: NativeConntrack;
   #closed = false;
@@ -141,6 +172,10 @@ export class Conntrack {
     return new Conntrack(o.handle);
   }
 
+  /**
+   * Dumps the entries of one family (`IPv4` or `IPv6`), filtered by `options`. An interrupted
+   * dump is retried up to 5 times (upstream's `MaxAttemptsEINTR`), then returned as `partial`.
+   */
   async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
     assertString('family', family);
     const { protocol, dstIP, dstPort } = options;
@@ -217,6 +252,7 @@ export class Conntrack {
     return this.#n.progress() as Progress;
   }
 
+  /** True once `close` was called. */
   get closed(): boolean {
     return this.#closed;
   }

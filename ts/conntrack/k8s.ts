@@ -47,9 +47,13 @@ export function serviceEntries(svc: V1Service, family: IPFamily): ServiceEntry[]
   }));
 }
 
+/** The endpoints one EndpointSlice gives one service port. */
 export interface SlicePort {
+  /** Service port name (`ns/name:port`), the endpoints table key. */
   key: string;
+  /** The port's protocol (`TCP` when unset). */
   protocol: string;
+  /** Endpoints of the slice for this port. */
   endpoints: EndpointEntry[];
 }
 

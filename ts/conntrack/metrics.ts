@@ -4,14 +4,19 @@ import type { Counter, Histogram, Registry } from 'prom-client';
 import { describe, KubenodeTypeError } from '../errors.js';
 import { promClient } from '../peers.js';
 
+/** Name of the histogram of pass durations (kube-proxy's `ReconcileConntrackFlowsLatency`). */
 export const SYNC_DURATION = 'kubeproxy_conntrack_reconciler_sync_duration_seconds';
+/** Name of the counter of deleted flows (kube-proxy's `ReconcileConntrackFlowsDeletedEntriesTotal`). */
 export const DELETED_TOTAL = 'kubeproxy_conntrack_reconciler_deleted_entries_total';
 
 /** `metrics.ExponentialBuckets(0.001, 2, 15)`: 0.001 … 16.384 s. */
 export const SYNC_BUCKETS: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
 
+/** kube-proxy's conntrack reconciler metrics, labelled by `ip_family` (`IPv4`/`IPv6`). */
 export interface ConntrackMetrics {
+  /** Duration of each cleanup pass, in seconds (`SYNC_DURATION`). */
   syncDuration: Histogram<'ip_family'>;
+  /** Flows deleted by cleanup passes (`DELETED_TOTAL`). */
   deletedEntries: Counter<'ip_family'>;
 }
 

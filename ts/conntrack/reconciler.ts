@@ -15,6 +15,7 @@ import { observeList, type WatchBackoff, WatchSupervisor } from './watch.js';
 /** User agent of every request the reconciler makes. */
 export const USER_AGENT = 'kubenode-conntrack-reconciler';
 
+/** Options of `StaleFlowReconciler`. */
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
   families?: IPFamily[];
@@ -22,7 +23,9 @@ export interface ReconcilerOptions {
   minSyncPeriodMs?: number;
   /** An open handle; default: one opened in this process's network namespace. */
   conntrack?: Conntrack;
+  /** Where to record kube-proxy's metrics (`conntrackMetrics(registry)`); default: none. */
   metrics?: ConntrackMetrics | null;
+  /** Select stale flows but delete nothing (default false). */
   dryRun?: boolean;
   /** Pauses before restarting a failed watch (capped exponential backoff per informer). */
   watchBackoff?: WatchBackoff;
@@ -53,6 +56,7 @@ export class CleanupGate {
   /** Changed services → whether they had UDP ports before their first pending change. */
   readonly #changed = new Map<string, boolean>();
 
+  /** Records that `service`'s endpoints changed; `hadUdpBefore` is whether it had a UDP port before. */
   markChanged(service: string, hadUdpBefore: boolean): void {
     if (!this.#changed.has(service)) this.#changed.set(service, hadUdpBefore);
   }
@@ -69,6 +73,7 @@ export class CleanupGate {
     return required;
   }
 
+  /** Number of services with changes not yet consumed by `take`. */
   get pending(): number {
     return this.#changed.size;
   }
@@ -79,6 +84,11 @@ function serviceKey(slice: V1EndpointSlice): string | undefined {
   return svc ? `${slice.metadata?.namespace ?? 'default'}/${svc}` : undefined;
 }
 
+/**
+ * kube-proxy's conntrack cleanup as a standalone loop: watches Services and EndpointSlices and,
+ * when a UDP service port's endpoints changed, runs `cleanStaleEntries` per family (coalesced by
+ * `minSyncPeriodMs`). Failures go to `onError`; a watch that fails is restarted with backoff.
+ */
 export class StaleFlowReconciler {
   readonly #kc: KubeConfig;
   readonly #opts: ReconcilerOptions;
@@ -98,6 +108,7 @@ export class StaleFlowReconciler {
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
   #servicesSynced = false;
   #slicesSynced = false;
+  /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
@@ -107,6 +118,10 @@ export class StaleFlowReconciler {
     for (const f of this.#families) this.#gates.set(f, new CleanupGate());
   }
 
+  /**
+   * Opens the conntrack handle (unless one was given), starts both informers and schedules the
+   * first sync. Rejects when the handle cannot be opened (`ConntrackPermissionError`, …).
+   */
   async start(): Promise<void> {
     this.#ct = this.#opts.conntrack ?? (await Conntrack.open());
     this.#ownCt = this.#opts.conntrack === undefined;
@@ -280,6 +295,7 @@ export class StaleFlowReconciler {
     await this.#events?.flush();
   }
 
+  /** Stops the watches and timers, waits for a running pass, and closes a handle it opened. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#events?.shutdown();

@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 
+/** kube-proxy's `conntrack` configuration (`KubeProxyConntrackConfiguration`). */
 export interface ConntrackConfig {
   /** `--conntrack-max-per-core` (default 32768); 0 or null leaves nf_conntrack_max alone. */
   maxPerCore?: number | null;
@@ -13,12 +14,15 @@ export interface ConntrackConfig {
   tcpEstablishedTimeout?: number | string | null;
   /** Default 1h. */
   tcpCloseWaitTimeout?: number | string | null;
+  /** `--conntrack-tcp-be-liberal`: true sets `nf_conntrack_tcp_be_liberal` to 1 (default false). */
   tcpBeLiberal?: boolean;
   /** 0 leaves the sysctl alone (the default). */
   udpTimeout?: number | string | null;
+  /** `nf_conntrack_udp_timeout_stream`, seconds or a Go duration; 0 leaves it alone (the default). */
   udpStreamTimeout?: number | string | null;
 }
 
+/** kube-proxy's defaults for `ConntrackConfig`. */
 export const DEFAULT_CONNTRACK_CONFIG: Readonly<Required<ConntrackConfig>> = {
   maxPerCore: 32768,
   min: 131072,
@@ -89,8 +93,11 @@ export async function detectNumCPU(root = '/'): Promise<number> {
   return os.availableParallelism();
 }
 
+/** One sysctl `applyConntrackSysctls` set or would set. */
 export interface SysctlAction {
+  /** The `/proc/sys/net/netfilter/…` file (under `root`). */
   path: string;
+  /** The value wanted. */
   value: number;
   /** Value read before (null when unreadable, which leads to a write, as upstream). */
   previous: number | null;
@@ -98,7 +105,12 @@ export interface SysctlAction {
   written: boolean;
 }
 
+/**
+ * A conntrack sysctl that could not be read or written; `ERR_KUBENODE_PERMISSION` on
+ * EACCES/EPERM, else `ERR_KUBENODE_IO`.
+ */
 export class ConntrackSysctlError extends KubenodeError {
+  /** The file that failed. */
   readonly path: string;
   constructor(path: string, cause: unknown) {
     const c = cause as NodeJS.ErrnoException;
@@ -112,7 +124,9 @@ export class ConntrackSysctlError extends KubenodeError {
   }
 }
 
+/** Options of `applyConntrackSysctls`. */
 export interface ApplyOptions {
+  /** Read and report, write nothing (default false). */
   dryRun?: boolean;
   /** CPU count; default detectNumCPU(). */
   numCPU?: number;

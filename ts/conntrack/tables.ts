@@ -4,27 +4,38 @@
 import ipaddr from 'ipaddr.js';
 import { describe, KubenodeTypeError } from '../errors.js';
 
+/** An IP family, spelled as Kubernetes' `v1.IPFamily`. */
 export type IPFamily = 'IPv4' | 'IPv6';
 
+/** One service port as the proxier sees it (upstream's `ServicePort`), for the cleanup pass. */
 export interface ServiceEntry {
   /** Key into the endpoints table (upstream's ServicePortName, e.g. `ns/name:port`). */
   name: string;
+  /** L4 protocol; the pass cleans UDP flows only, as kube-proxy's `CleanStaleEntries`. */
   protocol: 'TCP' | 'UDP' | 'SCTP';
   /** `''` or `'None'` for headless services (ignored, as the proxier never sees them). */
   clusterIP: string;
+  /** Service port. */
   port: number;
+  /** Node port, if the service has one. */
   nodePort?: number;
+  /** `spec.externalIPs`. */
   externalIPs?: string[];
+  /** Load-balancer VIPs (ingress IPs not in `ipMode: Proxy`). */
   loadBalancerIPs?: string[];
 }
 
+/** One endpoint of a service port. */
 export interface EndpointEntry {
+  /** Endpoint address. */
   ip: string;
+  /** Endpoint (target) port. */
   port: number;
   /** EndpointSlice `conditions.serving` (nil means true; pass true then). */
   serving: boolean;
 }
 
+/** Endpoints per service, keyed by `ServiceEntry.name`. */
 export type EndpointsTable = Record<string, EndpointEntry[]>;
 
 // Dotted decimal with no leading zeros and octets <= 255: exactly what `isValidFourPartDecimal`

@@ -4,6 +4,7 @@
 // its watch, which would come back as one more error), and only after it failed.
 import type { Informer, KubernetesObject, ListPromise, ObjectCache } from '@kubernetes/client-node';
 
+/** Pauses between restarts of a failed watch: doubling from `initialMs` up to `maxMs`. */
 export interface WatchBackoff {
   /** First pause after a failure (default 800 ms, client-go's reflector). */
   initialMs?: number;

@@ -5,10 +5,14 @@ import type { ServiceCidrIndex as NativeIndex } from '../binding.js';
 import { assertString, callNative, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
 
+/** An IP family, spelled as Kubernetes' `v1.IPFamily`. */
 export type IPFamily = 'IPv4' | 'IPv6';
 
+/** A parsed CIDR (`netip.Prefix`). */
 export interface PrefixInfo {
+  /** `IPv4` or `IPv6`. */
   family: IPFamily;
+  /** Prefix length. */
   bits: number;
   /** The address as written (host bits kept, like netip.Prefix.Addr). */
   address: string;
@@ -20,8 +24,16 @@ export interface PrefixInfo {
 
 /** Anything with a name and `spec.cidrs`, such as a `V1ServiceCIDR`. */
 export interface ServiceCIDRLike {
-  metadata?: { name?: string };
-  spec?: { cidrs?: string[] };
+  /** Object metadata. */
+  metadata?: {
+    /** The ServiceCIDR's name. */
+    name?: string;
+  };
+  /** The ServiceCIDR's spec. */
+  spec?: {
+    /** One CIDR per family. */
+    cidrs?: string[];
+  };
 }
 
 /** `netip.ParsePrefix`; throws a `KubenodeError` (`ERR_KUBENODE_PARSE`) on malformed input. */
@@ -90,9 +102,16 @@ export function containsAddress<T extends ServiceCIDRLike>(serviceCIDRs: readonl
   return matching('containsAddress', serviceCIDRs, address);
 }
 
+/**
+ * `containedInOther`: every parsable CIDR is equal to or inside a CIDR of another ServiceCIDR;
+ * `blocked`: an IPAddress would be left without a ServiceCIDR; `noOrphans`: no IPAddress
+ * depends on this ServiceCIDR alone.
+ */
 export type DeleteCheckOutcome = 'containedInOther' | 'blocked' | 'noOrphans';
 
+/** Result of `CIDRIndex.canDelete` (upstream `canDeleteCIDR`): deletable unless `blocked`. */
 export interface DeleteCheck {
+  /** Why the ServiceCIDR may or may not go. */
   outcome: DeleteCheckOutcome;
   /** The IPAddress that would be orphaned (`blocked` only). */
   ip?: string;
@@ -133,16 +152,19 @@ export class CIDRIndex {
     return callNative(() => this.#n.upsertMany(copy));
   }
 
+  /** Removes `name`; false when it was not indexed. */
   remove(name: string): boolean {
     assertString('name', name);
     return callNative(() => this.#n.remove(name));
   }
 
+  /** True when `name` is indexed. */
   has(name: string): boolean {
     assertString('name', name);
     return callNative(() => this.#n.has(name));
   }
 
+  /** Number of names indexed. */
   get size(): number {
     return this.#n.size;
   }

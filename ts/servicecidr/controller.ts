@@ -18,22 +18,33 @@ import { WorkqueueMetrics } from './metrics.js';
 import type { RateLimiter } from './ratelimit.js';
 import { RateLimitingQueue } from './workqueue.js';
 
+/** Upstream's controller name: the Event source component and log name. */
 export const CONTROLLER_NAME = 'service-cidr-controller';
 /** User agent and field manager of every write but the status apply (which is upstream's). */
 export const FIELD_MANAGER = 'kubenode-servicecidr-controller';
+/** Finalizer that keeps a ServiceCIDR until no IPAddress depends on it alone. */
 export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
+/** IPAddress label holding its family (`IPv4`/`IPv6`). */
 export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
+/** IPAddress label naming the allocator that manages it. */
 export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
+/** `LABEL_MANAGED_BY` value of IPAddresses the API server's allocator created. */
 export const IPALLOCATOR_CONTROLLER_NAME = 'ipallocator.k8s.io';
+/** Type of the condition the controller sets on every ServiceCIDR. */
 export const CONDITION_READY = 'Ready';
+/** Ready condition reason while a deletion is blocked by IPAddresses. */
 export const REASON_TERMINATING = 'Terminating';
+/** Ready condition message of a usable ServiceCIDR. */
 export const MESSAGE_READY = 'Kubernetes Service CIDR is ready';
+/** Ready condition message while a deletion is blocked by IPAddresses. */
 export const MESSAGE_TERMINATING =
   'There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR';
 /** Upstream's queue name (sic), kept so metrics line up with kube-controller-manager's. */
 export const QUEUE_NAME = 'ipaddresses';
 
+/** Options of `ServiceCIDRController`. */
 export interface ServiceCIDRControllerOptions {
+  /** Cluster access; its user agent is set to `FIELD_MANAGER`. */
   kubeConfig: KubeConfig;
   /** Parallel workers (upstream runs 5). */
   workers?: number;
@@ -45,6 +56,7 @@ export interface ServiceCIDRControllerOptions {
   leaderElection?: boolean | LeaderElectionOptions;
   /** prom-client registry for the workqueue metrics (default: a private registry). */
   registry?: Registry;
+  /** Where logs go (default: klog-style lines on stderr at verbosity 0). */
   logger?: Logger;
   /** Replaces client-go's default controller rate limiter (tests). */
   rateLimiter?: RateLimiter<string>;
@@ -88,12 +100,24 @@ function positiveInt(what: string, v: number, min: number): number {
   return v;
 }
 
+/**
+ * kube-controller-manager's ServiceCIDRs controller (`pkg/controller/servicecidrs`): keeps the
+ * protection finalizer and Ready condition on every ServiceCIDR and removes the finalizer of a
+ * deleted one only when no IPAddress would be orphaned, after `deletionGracePeriodMs`.
+ * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) for a missing `kubeConfig` or a bad
+ * `workers`/`deletionGracePeriodMs`/`maxRetries`.
+ */
 export class ServiceCIDRController {
   #index = new CIDRIndex();
+  /** Registry holding the workqueue metrics. */
   readonly registry: Registry;
+  /** Parallel workers. */
   readonly workers: number;
+  /** Wait after the deletion timestamp before the finalizer goes, in ms. */
   readonly deletionGracePeriodMs: number;
+  /** Rate-limited retries before a key is dropped. */
   readonly maxRetries: number;
+  /** The Lease elector, when leader election is on. */
   readonly elector: LeaderElector | undefined;
   readonly #kc: KubeConfig;
   readonly #api: NetworkingV1Api;

@@ -14,6 +14,7 @@ import { withSignal } from '../kube/abort.js';
 import { clientNode } from '../peers.js';
 import type { Logger } from './logger.js';
 
+/** Options of leader election (client-go's `LeaderElectionConfig`). */
 export interface LeaderElectionOptions {
   /** Lease namespace (default `kube-system`). */
   namespace?: string;
@@ -21,9 +22,14 @@ export interface LeaderElectionOptions {
   name?: string;
   /** Holder identity (default `<hostname>_<uuid>`, as kube-controller-manager). */
   identity?: string;
-  /** kube-controller-manager defaults: 15 s, 10 s, 2 s. */
+  /**
+   * How long a lease not renewed stays the holder's, in ms (default 15 s, as
+   * kube-controller-manager). Must exceed `renewDeadlineMs`.
+   */
   leaseDurationMs?: number;
+  /** How long the leader keeps trying to renew before giving up, in ms (default 10 s). */
   renewDeadlineMs?: number;
+  /** Pause between acquire/renew attempts, in ms (default 2 s); must be below `renewDeadlineMs`. */
   retryPeriodMs?: number;
   /** Give the lease up on a clean stop so another instance takes over at once (default true). */
   releaseOnCancel?: boolean;
@@ -49,9 +55,17 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * Leader election over a `coordination.k8s.io/v1` Lease, as client-go's `LeaderElector`.
+ * @throws KubenodeRangeError (`ERR_KUBENODE_OUT_OF_RANGE`) unless
+ * leaseDuration > renewDeadline > retryPeriod > 0.
+ */
 export class LeaderElector {
+  /** This candidate's holder identity. */
   readonly identity: string;
+  /** Namespace of the Lease. */
   readonly namespace: string;
+  /** Name of the Lease. */
   readonly name: string;
   readonly #leaseMs: number;
   readonly #renewMs: number;
@@ -80,6 +94,7 @@ export class LeaderElector {
     }
   }
 
+  /** True while this candidate holds the lease. */
   get isLeader(): boolean {
     return this.#isLeader;
   }

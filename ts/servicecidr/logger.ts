@@ -2,10 +2,14 @@
 // Messages at verbosity `v` are printed when the logger's verbosity is at least `v`, as with
 // klog's `-v` flag.
 
+/** Structured key/value pairs of one log line. */
 export type KeyValues = Record<string, unknown>;
 
+/** Where the controller logs, klog-style (`klog.V(v).InfoS`, `klog.ErrorS`). */
 export interface Logger {
+  /** An informational line at verbosity `v` (printed when the logger's verbosity is ≥ `v`). */
   info(v: number, msg: string, kv?: KeyValues): void;
+  /** An error line, always printed, with `err` appended as the `err` key. */
   error(msg: string, err: unknown, kv?: KeyValues): void;
 }
 
@@ -28,6 +32,7 @@ function header(sev: 'I' | 'E', at: Date): string {
   return `${sev}${ts} ${String(process.pid).padStart(7)} servicecidr]`;
 }
 
+/** One klog text line (`I1121 05:11:00.123456   42 servicecidr] "msg" k="v"`), newline included. */
 export function formatLine(sev: 'I' | 'E', msg: string, kv: KeyValues = {}, at = new Date()): string {
   const pairs = Object.entries(kv).map(([k, v]) => ` ${k}=${fmtValue(v)}`);
   return `${header(sev, at)} ${JSON.stringify(msg)}${pairs.join('')}\n`;
@@ -45,4 +50,5 @@ export function klogLogger(verbosity = 0, stream: { write(s: string): unknown } 
   };
 }
 
+/** A logger that drops everything. */
 export const silentLogger: Logger = { info() {}, error() {} };

@@ -4,13 +4,22 @@ import { promClient } from '../peers.js';
 
 /** What a queue reports; one instance per registry, labelled by queue name. */
 export interface QueueMetricsProvider {
+  /**
+   * The metrics of queue `name`; `inflight` reports the seconds of work in progress and of the
+   * longest-running item, read at scrape time.
+   */
   forQueue(name: string, inflight: () => { unfinishedSeconds: number; longestSeconds: number }): QueueMetrics;
 }
 
+/** One queue's metrics (client-go's `queueMetrics`). */
 export interface QueueMetrics {
+  /** An item was added (`workqueue_adds_total`, depth +1). */
   add(): void;
+  /** An item was handed out after `queuedSeconds` in the queue (depth -1). */
   get(queuedSeconds: number): void;
+  /** Processing an item finished after `workSeconds`. */
   done(workSeconds: number): void;
+  /** An item was re-added with rate limiting (`workqueue_retries_total`). */
   retry(): void;
   /** `n` queued items were dropped without being handed out. */
   discard(n: number): void;
@@ -87,6 +96,7 @@ export class WorkqueueMetrics implements QueueMetricsProvider {
     });
   }
 
+  /** The metrics of queue `name` (label `name`); `inflight` is read at scrape time. */
   forQueue(
     name: string,
     inflight: () => { unfinishedSeconds: number; longestSeconds: number },

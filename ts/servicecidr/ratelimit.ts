@@ -1,11 +1,13 @@
 // client-go `util/workqueue` rate limiters: per-item exponential backoff, a shared token bucket,
 // and the default controller limiter (the max of both).
 
+/** client-go's `TypedRateLimiter`: how long a failed item waits before its retry. Delays in ms. */
 export interface RateLimiter<T> {
   /** How long to wait before `item` may be retried; counts as one failure. */
   when(item: T): number;
   /** Failures recorded for `item` since it was last forgotten. */
   numRequeues(item: T): number;
+  /** Clears `item`'s failures (after it succeeded or was dropped). */
   forget(item: T): void;
 }
 
@@ -13,7 +15,9 @@ export interface RateLimiter<T> {
 export class ItemExponentialFailureRateLimiter<T> implements RateLimiter<T> {
   readonly #failures = new Map<T, number>();
   constructor(
+    /** Delay after the first failure, in ms. */
     readonly baseDelayMs: number,
+    /** Longest delay, in ms. */
     readonly maxDelayMs: number,
   ) {}
 
@@ -41,7 +45,9 @@ export class BucketRateLimiter<T> implements RateLimiter<T> {
   #tokens: number;
   #last: number;
   constructor(
+    /** Tokens added per second. */
     readonly qps: number,
+    /** Bucket size: retries allowed at once before waits begin. */
     readonly burst: number,
     private readonly now: () => number = () => performance.now(),
   ) {

@@ -4,15 +4,21 @@
 import { noopQueueMetrics, type QueueMetrics, type QueueMetricsProvider } from './metrics.js';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimit.js';
 
+/** Options of `RateLimitingQueue`. */
 export interface WorkQueueOptions<T> {
+  /** Queue name, the `name` label of its metrics (default `''`). */
   name?: string;
+  /** Delays of `addRateLimited` (default: client-go's default controller rate limiter). */
   rateLimiter?: RateLimiter<T>;
+  /** Where to report the workqueue metrics (default: nowhere). */
   metrics?: QueueMetricsProvider;
 }
 
 type Waiter<T> = (r: { item: T; shutdown: false } | { item: undefined; shutdown: true }) => void;
 
+/** client-go's `TypedRateLimitingInterface`: a de-duplicating work queue with delayed and rate-limited adds. */
 export class RateLimitingQueue<T> {
+  /** Queue name, as given in the options. */
   readonly name: string;
   readonly #limiter: RateLimiter<T>;
   readonly #metrics: QueueMetrics;
@@ -44,6 +50,10 @@ export class RateLimitingQueue<T> {
     return { unfinishedSeconds: total, longestSeconds: longest };
   }
 
+  /**
+   * Queues `item` unless it is already waiting (or the queue is shutting down); an item being
+   * processed is queued again on `done`.
+   */
   add(item: T): void {
     if (this.#shuttingDown || this.#dirty.has(item)) return;
     this.#metrics.add();
@@ -68,7 +78,20 @@ export class RateLimitingQueue<T> {
   }
 
   /** Waits for the next item; `shutdown: true` once the queue is shut down and drained. */
-  get(): Promise<{ item: T; shutdown: false } | { item: undefined; shutdown: true }> {
+  get(): Promise<
+    | {
+        /** The item to process; call `done(item)` when finished. */
+        item: T;
+        /** False: an item was handed out. */
+        shutdown: false;
+      }
+    | {
+        /** No item. */
+        item: undefined;
+        /** True: the queue is shut down and drained. */
+        shutdown: true;
+      }
+  > {
     return new Promise((resolve) => {
       const item = this.#queue.shift();
       if (item !== undefined) {
@@ -116,18 +139,22 @@ export class RateLimitingQueue<T> {
     this.#waiting.set(item, { at, timer });
   }
 
+  /** Adds `item` after the rate limiter's delay for it (counts one failure). */
   addRateLimited(item: T): void {
     this.addAfter(item, this.#limiter.when(item));
   }
 
+  /** Failures the rate limiter has recorded for `item`. */
   numRequeues(item: T): number {
     return this.#limiter.numRequeues(item);
   }
 
+  /** Clears `item`'s failure count in the rate limiter (it does not remove the item). */
   forget(item: T): void {
     this.#limiter.forget(item);
   }
 
+  /** Items queued and not yet handed out. */
   len(): number {
     return this.#queue.length;
   }
@@ -137,6 +164,7 @@ export class RateLimitingQueue<T> {
     return this.#waiting.size;
   }
 
+  /** True once `shutDown` or `shutDownAndDiscard` was called. */
   get shuttingDown(): boolean {
     return this.#shuttingDown;
   }

@@ -12,16 +12,23 @@ import type { PodLike, SysctlNamespace } from './types.js';
 /** Pod status reason of a rejected pod (`ForbiddenReason`). */
 export const FORBIDDEN_REASON = 'SysctlForbidden';
 
+/** The sysctl handler's verdict on one pod. */
 export interface AdmitResult {
+  /** False when the pod sets a sysctl the allowlist does not allow. */
   admit: boolean;
+  /** `SysctlForbidden` on rejection. */
   reason?: string;
+  /** Upstream's text naming the forbidden sysctl, on rejection. */
   message?: string;
 }
 
+/** One allowed pattern, as `SysctlAllowlist.entries` lists it. */
 export interface AllowlistEntry {
   /** Normalised key; for prefixes without the `*`. */
   key: string;
+  /** Kernel namespace the sysctl belongs to (`Net`, `IPC`, `UTS`, …). */
   namespace: SysctlNamespace;
+  /** True for a pattern ending in `*`: every sysctl under `key` matches. */
   prefix: boolean;
 }
 
@@ -69,6 +76,14 @@ const stage: Uint32Array | null = (() => {
 const stageCapacity =
   stage === null ? 0 : Math.min(native.sysctlStagedCapacity(), stage.length - STAGE_HEADER);
 
+/**
+ * The kubelet's sysctl admit handler (upstream `sysctl.patternAllowlist`): safe sysctls plus
+ * allowed unsafe patterns, matched against each pod's `securityContext.sysctls`. A pod that sets
+ * a namespaced sysctl of a namespace it shares with the host (`hostNetwork`, `hostIPC`) is rejected.
+ * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `patterns` is not an array of strings;
+ * SysctlAllowlistError (`ERR_KUBENODE_INVALID_ARG`, upstream's message) for a pattern the kubelet
+ * would refuse at startup.
+ */
 export class SysctlAllowlist {
   /** Handler name in a `PodAdmitChain`. */
   readonly name = 'sysctl';

@@ -9,14 +9,20 @@ import { goQuote } from './quote.js';
 import type { FieldError, PodLike } from './types.js';
 import { validateSysctlNames } from './validation.js';
 
+/** Annotation of the alpha design listing safe sysctls (`name=value,…`). */
 export const SYSCTLS_ANNOTATION = 'security.alpha.kubernetes.io/sysctls';
+/** Annotation of the alpha design listing unsafe sysctls (`name=value,…`). */
 export const UNSAFE_SYSCTLS_ANNOTATION = 'security.alpha.kubernetes.io/unsafe-sysctls';
 
+/** One sysctl setting. */
 export interface Sysctl {
+  /** Sysctl name, dotted or slash form. */
   name: string;
+  /** Value as written to `/proc/sys`. */
   value: string;
 }
 
+/** An annotation item not of the form `name=value` (`ERR_KUBENODE_PARSE`, upstream's message). */
 export class SysctlAnnotationError extends KubenodeError {
   constructor(message: string) {
     super('ERR_KUBENODE_PARSE', message);
@@ -43,9 +49,11 @@ export function formatSysctlAnnotation(sysctls: readonly Sysctl[]): string {
   return sysctls.map((s) => `${s.name}=${s.value}`).join(',');
 }
 
+/** Result of `sysctlsFromAnnotations`. */
 export interface AnnotationConversion {
   /** Safe then unsafe, the `securityContext.sysctls` form. */
   sysctls: Sysctl[];
+  /** Validation errors, upstream's field errors; empty when both annotations are valid. */
   errors: FieldError[];
 }
 
@@ -63,6 +71,7 @@ function invalid(field: string, badValue: string, detail: string): FieldError {
   };
 }
 
+/** Options of `sysctlsFromAnnotations`. */
 export interface AnnotationOptions {
   /** Safe sysctls; default: the safe list of the running kernel. */
   safeSysctls?: readonly string[];

@@ -14,11 +14,29 @@ import {
 import { native } from '../native.js';
 import type { SysctlNamespace } from './types.js';
 
-export type ApplyTarget = { pid: number } | { netnsPath?: string; ipcnsPath?: string; utsnsPath?: string };
+/**
+ * Where `applySysctls` writes: a running process (`/proc/<pid>/ns/*`) or namespace paths
+ * (e.g. a bind-mounted netns), never both.
+ */
+export type ApplyTarget =
+  | {
+      /** Process whose net/IPC/UTS namespaces to enter (1 to 2^32-1). */
+      pid: number;
+    }
+  | {
+      /** Network namespace file, needed for `net.*` sysctls. */
+      netnsPath?: string;
+      /** IPC namespace file, needed for `kernel.shm*`, `kernel.msg*`, `kernel.sem`, `fs.mqueue.*`. */
+      ipcnsPath?: string;
+      /** UTS namespace file, needed for `kernel.domainname`. */
+      utsnsPath?: string;
+    };
 
+/** One sysctl as `applySysctls` set it. */
 export interface AppliedSysctl {
   /** Normalised name. */
   name: string;
+  /** The `/proc/sys/…` file written. */
   path: string;
   /** Value before, as the kernel printed it. */
   previous: string;
@@ -83,19 +101,35 @@ export async function applySysctls(
   return outcome.applied;
 }
 
+/**
+ * What `probe` found for one sysctl: `isolated` (changed in the new namespace, host unchanged),
+ * `leaked` (the host value moved too; it was restored), `absent` (not present in the new
+ * namespaces), `unchangeable` (no candidate value was accepted, or the value is not numeric),
+ * `not-namespaced` (outside net/IPC/UTS: neither read nor written), `error` (read or write failed).
+ */
 export type ProbeOutcome = 'isolated' | 'leaked' | 'absent' | 'unchangeable' | 'not-namespaced' | 'error';
 
+/** The outcome of probing one sysctl. */
 export interface ProbeResult {
+  /** The sysctl probed. */
   name: string;
+  /** Namespace the name tables assign it to (`''` when none). */
   namespace: SysctlNamespace;
+  /** What the probe found. */
   outcome: ProbeOutcome;
+  /** Host value before the probe, when it was read. */
   hostValue?: string;
+  /** Value written in the throwaway namespace, as read back there. */
   probeValue?: string;
+  /** Why the outcome is `unchangeable`, `leaked` or `error`. */
   detail?: string;
 }
 
+/** Result of `probe`. */
 export interface ProbeReport {
+  /** One result per probed name, in input order. */
   results: ProbeResult[];
+  /** Number of results per outcome (every outcome present, zeros included). */
   summary: Record<ProbeOutcome, number>;
 }
 

@@ -6,9 +6,13 @@ import { native } from '../native.js';
 import { podSysctls, sysctlNames } from './pod.js';
 import type { PodLike } from './types.js';
 
+/** Result of a Pod Security check (`policy.CheckResult`). */
 export interface CheckResult {
+  /** False when the pod sets a sysctl outside the baseline's allowed set. */
   allowed: boolean;
+  /** `forbidden sysctls` when not allowed, as upstream. */
   forbiddenReason?: string;
+  /** The forbidden names, comma-separated, in the pod's order. */
   forbiddenDetail?: string;
 }
 

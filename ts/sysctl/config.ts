@@ -10,6 +10,7 @@ export function parseAllowedUnsafeSysctls(flagValue: string): string[] {
   return flagValue === '' ? [] : flagValue.split(',');
 }
 
+/** The kubelet settings `allowlistFromKubeletConfig` reads. */
 export interface KubeletSysctlConfig {
   /** `--allowed-unsafe-sysctls` value or the KubeletConfiguration list. */
   allowedUnsafeSysctls?: string | readonly string[];

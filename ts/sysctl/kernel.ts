@@ -2,7 +2,9 @@
 import { assertString, callNative, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
 
+/** One row of upstream's safe-sysctl table. */
 export interface SafeSysctlRow {
+  /** Sysctl name. */
   name: string;
   /** Minimum kernel where it is namespaced; undefined = always safe. */
   minKernel?: string;
@@ -38,7 +40,9 @@ export interface SafeSysctlOptions {
   kubernetesVersion?: string;
 }
 
+/** Result of `safeSysctlList`: the safe list and how it was chosen. */
 export interface SafeSysctlList {
+  /** The safe sysctls for that release and kernel, upstream's order. */
   names: string[];
   /** Kubernetes release the list is for (`v1.<minor>`). */
   kubernetesVersion: string;

@@ -3,9 +3,11 @@ import { assertString, callNative } from '../errors.js';
 import { native } from '../native.js';
 import type { SysctlNamespace } from './types.js';
 
-/** Upstream's regexes, for messages and for callers that want to match themselves. */
+/** Upstream's `SysctlMaxLength`: longest sysctl name, in bytes. */
 export const SYSCTL_MAX_LENGTH = 253;
+/** Upstream's `SysctlContainSlashFmt`: a sysctl name, dotted or slash form. */
 export const SYSCTL_CONTAIN_SLASH_FMT = String.raw`([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?`;
+/** Upstream's `SysctlContainSlashPatternFmt`: like a name, may end in `*`. */
 export const SYSCTL_CONTAIN_SLASH_PATTERN_FMT = String.raw`([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]`;
 
 /** `IsValidSysctlName`: ≤ 253 bytes and the slash-form regex. */
@@ -26,10 +28,13 @@ export function normalizeName(name: string): string {
   return native.sysctlNormalizeName(name);
 }
 
+/** Result of `getNamespace`. */
 export interface NamespaceInfo {
+  /** Namespace of the sysctl, `''` when it is not namespaced. */
   namespace: SysctlNamespace;
   /** Normalised, cut at the first `*` (a trailing dot is kept). */
   name: string;
+  /** True when the input was a pattern ending in `*`. */
   prefixed: boolean;
 }
 

@@ -22,6 +22,7 @@ export class SysctlPolicyFileError extends KubenodeError {
   constructor(
     code: 'ERR_KUBENODE_IO' | 'ERR_KUBENODE_PARSE' | 'ERR_KUBENODE_INVALID_ARG',
     message: string,
+    /** Path of the offending field (e.g. `spec.sysctls[0].name`); `''` for the whole file. */
     readonly path: string,
     options?: { cause?: unknown },
   ) {
@@ -30,19 +31,39 @@ export class SysctlPolicyFileError extends KubenodeError {
   }
 }
 
+/**
+ * The `spec` of a policy file (see `SYSCTL_POLICY_SCHEMA`). Set `sysctls` or
+ * `allowedSysctls` (not both), or only the kubelet fields.
+ */
 export interface SysctlPolicyFileSpec {
+  /** `SysctlPolicy` rules (alternative 2): the first entry whose name pattern matches decides. */
   sysctls?: SysctlPolicyEntry[];
+  /** `SysctlNamePolicy` rules (alternative 1): names or prefixes ending in `*`; `*` allows all. */
   allowedSysctls?: string[];
+  /** Also enforce the kubelet's allowlist: the safe list plus `allowedUnsafeSysctls`. */
   includeSafeSysctls?: boolean;
+  /** The kubelet's `--allowed-unsafe-sysctls` (names or patterns ending in `*`). */
   allowedUnsafeSysctls?: string[];
+  /** Kernel for the safe list (default: the running kernel). */
   kernelVersion?: string;
+  /** Kubernetes release for the safe list (default: the newest known). */
   kubernetesVersion?: string;
+  /** API admission only checks pods in namespaces matching this selector. */
   namespaceSelector?: LabelSelector;
+  /** API admission also checks the pod templates of these workload kinds. */
   workloadKinds?: WorkloadKind[];
 }
 
+/**
+ * A checked sysctl policy file (`apiVersion: kubenode.io/v1alpha1`, `kind: SysctlPolicy`): one
+ * source for node admission (`admitChain`) and API admission (`render`).
+ * @throws SysctlPolicyFileError (`ERR_KUBENODE_INVALID_ARG`) when the document breaks the schema, sets
+ * both `sysctls` and `allowedSysctls`, has no rule, or has a bad pattern or kernel version.
+ */
 export class SysctlPolicyFile {
+  /** `metadata.name`; also the rendered policy's name. */
   readonly name: string;
+  /** The file's `spec`, as parsed. */
   readonly spec: Readonly<SysctlPolicyFileSpec>;
   /** The SysctlPolicy (`sysctls`) or SysctlNamePolicy (`allowedSysctls`), if the file has one. */
   readonly policy: SysctlPolicy | SysctlNamePolicy | null;

@@ -29,9 +29,15 @@ export const LABEL_SELECTOR_SCHEMA = {
   },
 } as const;
 
+/** `apiVersion` of a sysctl policy file. */
 export const SYSCTL_POLICY_API_VERSION = 'kubenode.io/v1alpha1';
+/** `kind` of a sysctl policy file. */
 export const SYSCTL_POLICY_KIND = 'SysctlPolicy';
 
+/**
+ * JSON Schema (draft 2020-12) of a sysctl policy file, as `SysctlPolicyFile` checks it; publish it
+ * for editors and CI. Its keys are JSON Schema's own and are not documented one by one.
+ */
 export const SYSCTL_POLICY_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'https://kubenode.io/schemas/sysctl-policy.schema.json',

@@ -66,6 +66,7 @@ export class SysctlNamePolicy {
     return new SysctlNamePolicy(value === '' ? [] : value.split(','));
   }
 
+  /** True when the policy allows `name` (compared in `normalizeName` form). */
   allows(name: string): boolean {
     if (this.#all) return true;
     const n = normalizeName(name);
@@ -98,14 +99,25 @@ export class SysctlNamePolicy {
   }
 
   /** The compiled rule, for renderers: everything, or exact names and prefixes (normalised). */
-  rules(): { all: boolean; exact: string[]; prefixes: string[] } {
+  rules(): {
+    /** True when the list holds `*`: every sysctl is allowed. */
+    all: boolean;
+    /** Allowed names. */
+    exact: string[];
+    /** Allowed prefixes, without the trailing `*`. */
+    prefixes: string[];
+  } {
     return { all: this.#all, exact: [...this.#exact], prefixes: [...this.#prefixes] };
   }
 }
 
+/** A policy's verdict on one pod, as a `PodAdmitChain` handler. */
 export interface PolicyAdmitResult {
+  /** False when a sysctl of the pod breaks the policy. */
   admit: boolean;
+  /** `SysctlForbidden` on rejection. */
   reason?: string;
+  /** Why the first offending sysctl was refused, on rejection. */
   message?: string;
 }
 
@@ -127,8 +139,11 @@ export function badValueMessage(name: string, detail: string): string {
 export interface SysctlPolicyEntry {
   /** Dot-separated segments, each `[a-z]+[a-z_-0-9]*` or `*` (wildcard for one segment). */
   name: string;
+  /** Allowed values; compared with whitespace trimmed and inner runs collapsed to one space. */
   values?: string[];
+  /** Smallest allowed integer value (inclusive). */
   min?: number;
+  /** Largest allowed integer value (inclusive). */
   max?: number;
   /** Multi-value sysctls (`net.ipv4.ip_local_port_range`): one integer range per field. */
   fields?: IntRange[];
@@ -138,10 +153,15 @@ const SEGMENT = /^[a-z]+[a-z0-9_-]*$/;
 
 /** A compiled entry: the rule renderers translate. Values are in canonical form. */
 export interface CompiledEntry {
+  /** The name pattern split at dots; `*` matches any one segment. */
   segments: string[];
+  /** Allowed values, canonical form. */
   values?: Set<string>;
+  /** Smallest allowed integer value (inclusive). */
   min?: number;
+  /** Largest allowed integer value (inclusive). */
   max?: number;
+  /** One integer range per field of a multi-value sysctl. */
   fields?: IntRange[];
 }
 

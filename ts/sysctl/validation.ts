@@ -4,6 +4,7 @@ import { native } from '../native.js';
 import { HOST_IPC, HOST_NETWORK, podSysctls, sysctlNames } from './pod.js';
 import type { FieldError, PodLike } from './types.js';
 
+/** Options of `validatePodSysctls` (upstream's `PodValidationOptions`). */
 export interface ValidatePodSysctlsOptions {
   /** The update ratchet: skip the hostNetwork/hostIPC checks. */
   allowNamespacedSysctlsForHostNetAndHostIPC?: boolean;

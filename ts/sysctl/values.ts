@@ -53,7 +53,9 @@ export function integerFields(v: string, count: number): number[] | null {
 
 /** Inclusive bounds of an integer field. */
 export interface IntRange {
+  /** Smallest allowed value; no lower bound when absent. */
   min?: number;
+  /** Largest allowed value; no upper bound when absent. */
   max?: number;
 }
 

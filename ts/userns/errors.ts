@@ -2,6 +2,7 @@
 // upstream's text wherever upstream has one.
 import { KubenodeError, type KubenodeErrorCode } from '../errors.js';
 
+/** What went wrong in the user-namespace manager; finer than the `code`. */
 export type UsernsErrorKind =
   | 'config'
   | 'parse'
@@ -13,7 +14,12 @@ export type UsernsErrorKind =
   | 'permission'
   | 'unsupported';
 
+/** An error of the user-namespace manager (`UserNsManager`), with upstream's message where it has one. */
 export class UsernsError extends KubenodeError {
+  /**
+   * The kind of failure, e.g. `exhausted` when no range is free, `locked` when another
+   * process holds the pods directory's lock.
+   */
   readonly kind: UsernsErrorKind;
   constructor(
     code: KubenodeErrorCode,

@@ -3,9 +3,13 @@ import { assertInteger, assertString, awaitNative, callNative } from '../errors.
 import { native } from '../native.js';
 import { fromTask } from './errors.js';
 
+/** One pod directory with a `userns` file, as `listPods` reports it. */
 export interface ListedPod {
+  /** Pod UID (the directory name). */
   pod: string;
+  /** First host ID of the pod's range; null when the file is bad. */
   hostId: number | null;
+  /** Number of IDs in the range; null when the file is bad. */
   length: number | null;
   /** Upstream's parse error for a bad file. */
   error: string | null;
@@ -32,7 +36,12 @@ export function encodeFile(hostId: number, length: number): string {
 }
 
 /** Upstream's decode and checks on a file's content; throws upstream's text. */
-export function parseFile(content: Uint8Array | string): { hostId: number; length: number } {
+export function parseFile(content: Uint8Array | string): {
+  /** First host ID of the range. */
+  hostId: number;
+  /** Number of IDs in the range. */
+  length: number;
+} {
   const bytes = typeof content === 'string' ? Buffer.from(content) : content;
   const [hostId = 0, length = 0] = callNative(() => native.usernsParseFile(bytes));
   return { hostId, length };
@@ -44,7 +53,14 @@ export function layout(
   firstId: number,
   length: number,
   maxPods: number,
-): { idsPerPod: number; off: number; slots: number } {
+): {
+  /** IDs per pod, as given. */
+  idsPerPod: number;
+  /** `firstId / idsPerPod`: slot `i` maps host IDs from `(i + off) * idsPerPod`. */
+  off: number;
+  /** `length / idsPerPod`: number of slots in the pool. */
+  slots: number;
+} {
   for (const [n, v] of [
     ['idsPerPod', idsPerPod],
     ['firstId', firstId],

@@ -15,41 +15,72 @@ import { native } from '../native.js';
 import { fromTask, UsernsError } from './errors.js';
 import { type IdPool, resolveKubeletMappings } from './subids.js';
 
+/** Default `userNamespaces.idsPerPod`: IDs mapped per pod (upstream's `userNsLength`). */
 export const DEFAULT_IDS_PER_POD = 65536;
+/** Default kubelet `maxPods`. */
 export const DEFAULT_MAX_PODS = 110;
+/** Name of the Kubernetes feature gate user namespaces sit behind. */
 export const FEATURE_GATE = 'UserNamespacesSupport';
 
 /** CRI `IDMapping`. */
 export interface IdMapping {
+  /** First ID on the host. */
   hostId: number;
+  /** First ID inside the container (0 for pod user namespaces). */
   containerId: number;
+  /** Number of IDs mapped. */
   length: number;
 }
 
 /** CRI `UserNamespace`; only NODE and POD are used for user namespaces. */
 export interface UserNamespace {
+  /** `NODE` shares the host's user namespace; `POD` gives the pod its own. */
   mode: 'NODE' | 'POD';
+  /** UID mappings; empty in `NODE` mode. */
   uids: IdMapping[];
+  /** GID mappings; empty in `NODE` mode. */
   gids: IdMapping[];
 }
 
 /** The parts of a v1.Pod the manager reads. */
 export interface PodLike {
-  metadata?: { uid?: string | null } | null;
-  spec?: { hostUsers?: boolean | null } | null;
+  /** Object metadata. */
+  metadata?: {
+    /** Pod UID: names the pod's directory under `podsDir`. */
+    uid?: string | null;
+  } | null;
+  /** Pod spec. */
+  spec?: {
+    /** `false` asks for a pod user namespace; unset or `true` shares the host's. */
+    hostUsers?: boolean | null;
+  } | null;
 }
 
 /** A running pod as the runtime reports it (kubecontainer.Pod), or its ID. */
-export type RunningPodLike = { id: string } | string;
+export type RunningPodLike =
+  | {
+      /** The pod's UID. */
+      id: string;
+    }
+  | string;
 
+/** One pod's range, as `UserNsManager.allocations` lists it. */
 export interface Allocation {
+  /** Pod UID. */
   pod: string;
+  /** First host ID of the pod's range. */
   hostId: number;
+  /** Number of IDs in the range (`idsPerPod`). */
   length: number;
 }
 
+/**
+ * Whether the runtime handler supports user namespaces: a constant, or a lookup by handler name
+ * that may be async and may throw (the kubelet's `the handler "x" is not known`).
+ */
 export type HandlerSupport = boolean | ((handler: string) => boolean | Promise<boolean>);
 
+/** Options of `UserNsManager.create`. */
 export interface UserNsManagerOptions {
   /** The kubelet pods directory (`<root>/pods`). */
   podsDir: string;
@@ -58,7 +89,12 @@ export interface UserNsManagerOptions {
   /** Kubelet `maxPods` (default 110). */
   maxPods?: number;
   /** The ID pool; resolved like the kubelet (getsubids / default pool) when omitted. */
-  mappings?: { firstId: number; length: number };
+  mappings?: {
+    /** First host ID of the pool; a multiple of `idsPerPod`, at least `idsPerPod`. */
+    firstId: number;
+    /** Number of IDs in the pool; a multiple of `idsPerPod`, enough for `maxPods`. */
+    length: number;
+  };
   /** `UserNamespacesSupport` (default true: GA and locked on in 1.36). */
   featureGateEnabled?: boolean;
   /** Whether the runtime handler supports user namespaces (default true). A function may
@@ -81,9 +117,18 @@ function podUidOf(pod: PodLike): string {
   return uid;
 }
 
+/**
+ * The kubelet's user-namespace manager (`pkg/kubelet/userns` `UsernsManager`): hands each pod
+ * with `hostUsers: false` a disjoint range of `idsPerPod` host IDs, persisted in
+ * `<podsDir>/<podUid>/userns` exactly as the kubelet writes it, under an exclusive lock on the
+ * pods directory. Create it with `UserNsManager.create`; errors are `UsernsError`s with a `kind`.
+ */
 export class UserNsManager {
+  /** The kubelet pods directory this manager owns. */
   readonly podsDir: string;
+  /** IDs per pod. */
   readonly idsPerPod: number;
+  /** Most pods the pool must hold at once. */
   readonly maxPods: number;
   /** False when the feature gate is off: upstream then has no manager at all. */
   readonly enabled: boolean;

@@ -8,8 +8,11 @@ import { UsernsError } from './errors.js';
 
 export const KUBELET_USER = 'kubelet';
 
+/** The host ID range user namespaces are cut from (the kubelet's `kubeletMappingID`/`Len`). */
 export interface IdPool {
+  /** First host ID of the pool. */
   firstId: number;
+  /** Number of IDs in the pool. */
   length: number;
   /** `default` (no kubelet account, or gate off) or `getsubids`. */
   source: 'default' | 'getsubids';
@@ -70,8 +73,11 @@ export function parseGetSubIdsOutput(input: string): [number, number] {
   return [num(parts[2] ?? ''), num(parts[3] ?? '')];
 }
 
+/** Options of `resolveKubeletMappings`. */
 export interface ResolveOptions {
+  /** IDs per pod; the default pool starts at this ID. */
   idsPerPod: number;
+  /** `UserNamespacesSupport` (default true); when off the default pool is used without lookup. */
   featureGateEnabled?: boolean;
   /** PATH to search (default: process.env.PATH). */
   pathEnv?: string;

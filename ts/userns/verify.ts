@@ -5,6 +5,7 @@ import { assertInteger, assertString, awaitNative } from '../errors.js';
 import { native } from '../native.js';
 import { fromTask } from './errors.js';
 
+/** What `verifyMapping`/`verifyRange` saw: the mapping the kernel reports for the new user namespace. */
 export type VerifyReport = UsernsVerifyReport;
 
 /** Verifies `<podsDir>/<podUid>/userns` (read with upstream's checks). Needs root. */

@@ -43,6 +43,7 @@ export const WORKLOAD_KINDS = [
   'Job',
   'CronJob',
 ] as const;
+/** One of `WORKLOAD_KINDS`. */
 export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
 
 const RESOURCES: Record<WorkloadKind, { group: string; resource: string }> = {
@@ -56,14 +57,20 @@ const RESOURCES: Record<WorkloadKind, { group: string; resource: string }> = {
 
 /** A metav1.LabelSelector. */
 export interface LabelSelector {
+  /** Labels that must all be present with these values. */
   matchLabels?: Record<string, string>;
+  /** Requirements that must all hold. */
   matchExpressions?: {
+    /** Label key. */
     key: string;
+    /** How the label's value relates to `values`. */
     operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+    /** Values for `In`/`NotIn`; empty or absent for `Exists`/`DoesNotExist`. */
     values?: string[];
   }[];
 }
 
+/** Options of `renderAdmissionPolicy`. */
 export interface RenderAdmissionPolicyOptions extends KubeletAllowlistOptions {
   /** Name of the policy; the binding is `<name>-binding`. Default `kubenode-sysctl-policy`. */
   name?: string;
@@ -81,6 +88,15 @@ export type RenderedAdmissionPolicy = [Record<string, unknown>, Record<string, u
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
+/**
+ * Renders a policy (and/or the kubelet allowlist the options describe) as an
+ * `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy whose CEL rejects the pods the
+ * node would reject, with the same messages, plus its ValidatingAdmissionPolicyBinding.
+ * @param policy the policy, or null to render only the kubelet allowlist.
+ * @returns `[policy, binding]`.
+ * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) for a bad policy or option (name not a DNS
+ * subdomain, unknown workload kind, malformed selector) or when there is nothing to render.
+ */
 export function renderAdmissionPolicy(
   policy: AnyPolicy | null,
   options: RenderAdmissionPolicyOptions = {},

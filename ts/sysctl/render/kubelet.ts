@@ -5,6 +5,7 @@ import { KubenodeError } from '../../errors.js';
 import { newAllowlist, type SysctlAllowlist } from '../allowlist.js';
 import { safeSysctlAllowlist } from '../kernel.js';
 
+/** The kubelet side of a rendered policy: which allowlist a node builds. */
 export interface KubeletAllowlistOptions {
   /** Include the kubelet's safe sysctl list (and its hostNetwork/hostIPC rules). */
   includeSafeSysctls?: boolean;
