@@ -2,8 +2,8 @@
 // ServiceCIDR cache and turn events into queue keys. The index is updated before keys are
 // enqueued, so a worker never sees a cache newer than its index.
 import type { V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type { ResilientInformer } from '../kube/informer.js';
 import type { CIDRIndex } from './cidr.js';
-import type { ResilientInformer } from './informer.js';
 import type { Logger } from './logger.js';
 import type { RateLimitingQueue } from './workqueue.js';
 
