@@ -2,27 +2,12 @@
 // files; a missing file is reported, never thrown.
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import type { DoctorCheck, DoctorReport, DoctorSection } from './doctor-types.js';
 import { loadNative, nativePath } from './native.js';
 import { sysctlSection } from './sysctl/doctor.js';
 import { usernsPoolSection } from './userns/doctor.js';
 
-export type CheckStatus = 'ok' | 'warn' | 'missing';
-
-export interface DoctorCheck {
-  name: string;
-  status: CheckStatus;
-  value: string | number | boolean | null;
-  detail?: string;
-}
-
-export interface DoctorSection {
-  section: string;
-  checks: DoctorCheck[];
-}
-
-export interface DoctorReport {
-  sections: DoctorSection[];
-}
+export type { CheckStatus, DoctorCheck, DoctorReport, DoctorSection } from './doctor-types.js';
 
 /** Reads a /proc file, trimmed; null when it does not exist or cannot be read. */
 export async function readProc(path: string): Promise<string | null> {
