@@ -4,10 +4,10 @@
 //   or an integer `min`/`max` range.
 // Names are compared in NormalizeName form so slash spellings match their dotted twins.
 import { describe, KubenodeTypeError } from '../errors.js';
+import { goQuote } from '../quote.js';
 import { FORBIDDEN_REASON } from './allowlist.js';
 import { normalizeName } from './names.js';
 import { podSysctls, sysctlName, sysctlValue } from './pod.js';
-import { goQuote } from './quote.js';
 import type { FieldError, PodLike } from './types.js';
 import {
   canonicalValue,
