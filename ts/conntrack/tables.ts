@@ -3,8 +3,9 @@
 // Rust core's, checked before any netlink work starts.
 import ipaddr from 'ipaddr.js';
 import { describe, KubenodeTypeError } from '../errors.js';
+import type { IPFamily } from '../kube/types.js';
 
-export type IPFamily = 'IPv4' | 'IPv6';
+export type { IPFamily };
 
 export interface ServiceEntry {
   /** Key into the endpoints table (upstream's ServicePortName, e.g. `ns/name:port`). */

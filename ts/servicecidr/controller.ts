@@ -12,19 +12,19 @@ import { ResilientInformer } from '../kube/informer.js';
 import { clientNode, promClient } from '../peers.js';
 import { CIDRIndex } from './cidr.js';
 import { attachHandlers } from './index-sync.js';
+import { IPALLOCATOR_CONTROLLER_NAME, LABEL_IP_FAMILY, LABEL_MANAGED_BY } from './labels.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 import { klogLogger, type Logger } from './logger.js';
 import { WorkqueueMetrics } from './metrics.js';
 import type { RateLimiter } from './ratelimit.js';
 import { RateLimitingQueue } from './workqueue.js';
 
+export { IPALLOCATOR_CONTROLLER_NAME, LABEL_IP_FAMILY, LABEL_MANAGED_BY } from './labels.js';
+
 export const CONTROLLER_NAME = 'service-cidr-controller';
 /** User agent and field manager of every write but the status apply (which is upstream's). */
 export const FIELD_MANAGER = 'kubenode-servicecidr-controller';
 export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
-export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
-export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
-export const IPALLOCATOR_CONTROLLER_NAME = 'ipallocator.k8s.io';
 export const CONDITION_READY = 'Ready';
 export const REASON_TERMINATING = 'Terminating';
 export const MESSAGE_READY = 'Kubernetes Service CIDR is ready';

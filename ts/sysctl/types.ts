@@ -1,21 +1,7 @@
 // The slices of the Kubernetes v1 Pod that sysctl code reads. Plain JSON objects, as
 // @kubernetes/client-node and YAML parsing produce them.
 
-export interface V1Sysctl {
-  name?: string | null;
-  value?: string | number | null;
-}
-
-export interface PodLike {
-  metadata?: { name?: string; namespace?: string; annotations?: Record<string, string> | null } | null;
-  spec?: {
-    hostNetwork?: boolean | null;
-    hostIPC?: boolean | null;
-    hostUsers?: boolean | null;
-    os?: { name?: string } | null;
-    securityContext?: { sysctls?: V1Sysctl[] | null } | null;
-  } | null;
-}
+export type { PodLike, V1Sysctl } from '../kube/types.js';
 
 export type SysctlNamespace = 'IPC' | 'Net' | 'UTS' | 'User' | '';
 
