@@ -2,38 +2,12 @@
 // files; a missing file is reported, never thrown.
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import type { DoctorCheck, DoctorReport, DoctorSection } from './doctor-types.js';
 import { loadNative, nativePath } from './native.js';
 import { sysctlSection } from './sysctl/doctor.js';
 import { usernsPoolSection } from './userns/doctor.js';
 
-/** `ok`: usable; `warn`: present but limited or off; `missing`: absent or unreadable. */
-export type CheckStatus = 'ok' | 'warn' | 'missing';
-
-/** One thing the doctor looked at. */
-export interface DoctorCheck {
-  /** What was checked (e.g. `max_user_namespaces`). */
-  name: string;
-  /** The verdict. */
-  status: CheckStatus;
-  /** What was found; null when it could not be read. */
-  value: string | number | boolean | null;
-  /** Why the status is not `ok`, or extra context. */
-  detail?: string;
-}
-
-/** The checks of one subsystem or area. */
-export interface DoctorSection {
-  /** Section title (e.g. `platform`, `binding`, `user namespaces`). */
-  section: string;
-  /** The checks, in report order. */
-  checks: DoctorCheck[];
-}
-
-/** What `collect` found. */
-export interface DoctorReport {
-  /** Every section, in report order. */
-  sections: DoctorSection[];
-}
+export type { CheckStatus, DoctorCheck, DoctorReport, DoctorSection } from './doctor-types.js';
 
 /** Reads a /proc file, trimmed; null when it does not exist or cannot be read. */
 export async function readProc(path: string): Promise<string | null> {

@@ -5,8 +5,8 @@
 import type { V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { servicecidr } from '../../ts/index.js';
+import type { InformerHandlers, ResilientInformer } from '../../ts/kube/informer.js';
 import { attachHandlers } from '../../ts/servicecidr/index-sync.js';
-import type { InformerHandlers, ResilientInformer } from '../../ts/servicecidr/informer.js';
 
 function fakeInformer<T>() {
   const h: InformerHandlers<T> = {};

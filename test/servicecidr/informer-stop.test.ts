@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig, type KubernetesListObject, type V1ConfigMap } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ResilientInformer } from '../../ts/servicecidr/informer.js';
+import { ResilientInformer } from '../../ts/kube/informer.js';
 import { silentLogger } from '../../ts/servicecidr/logger.js';
 
 let server: Server;

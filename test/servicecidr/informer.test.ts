@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig, NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { servicecidr } from '../../ts/index.js';
-import { ResilientInformer } from '../../ts/servicecidr/informer.js';
+import { ResilientInformer } from '../../ts/kube/informer.js';
 import { waitFor } from './helpers.js';
 
 const PATH = '/apis/networking.k8s.io/v1/servicecidrs';

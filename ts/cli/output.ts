@@ -2,7 +2,7 @@
 // characters from input are escaped once for every message (file names, sysctl names, errors of
 // any layer, commander's own usage errors), and a closed stdout ends the output quietly.
 import type { Command } from 'commander';
-import { escapeControls } from '../sysctl/quote.js';
+import { escapeControls } from '../quote.js';
 
 export type OutputFormat = 'text' | 'json';
 

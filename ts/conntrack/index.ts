@@ -1,5 +1,7 @@
 // Conntrack: ctnetlink list/delete through the Rust core, kube-proxy's stale UDP flow cleanup,
 // its metrics, and the conntrack sysctls kube-proxy sets.
+
+export type { WatchBackoff } from '../kube/informer.js';
 export { type CleanOptions, type CleanResult, cleanStaleEntries } from './clean.js';
 export {
   Conntrack,
@@ -46,4 +48,3 @@ export {
   type SysctlAction,
 } from './sysctls.js';
 export type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';
-export type { WatchBackoff } from './watch.js';

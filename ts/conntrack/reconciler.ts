@@ -1,16 +1,24 @@
 // StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
 // keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
 // (upstream's ConntrackCleanupRequired), per IP family.
-import type { Informer, KubeConfig, ObjectCache, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
+import {
+  type InformerLog,
+  type InformerOptions,
+  ResilientInformer,
+  type WatchBackoff,
+} from '../kube/informer.js';
 import { clientNode } from '../peers.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import type { IPFamily } from './tables.js';
-import { observeList, type WatchBackoff, WatchSupervisor } from './watch.js';
+
+/** Informer failures go to `onError`, not to a log. */
+const SILENT: InformerLog = { info() {}, error() {} };
 
 /** User agent of every request the reconciler makes. */
 export const USER_AGENT = 'kubenode-conntrack-reconciler';
@@ -94,11 +102,10 @@ export class StaleFlowReconciler {
   readonly #opts: ReconcilerOptions;
   #events: EventRecorder | undefined;
   readonly #families: IPFamily[];
-  #services?: Informer<V1Service> & ObjectCache<V1Service>;
-  #slices?: Informer<V1EndpointSlice> & ObjectCache<V1EndpointSlice>;
+  #services?: ResilientInformer<V1Service>;
+  #slices?: ResilientInformer<V1EndpointSlice>;
   #ct?: Conntrack;
   #ownCt = false;
-  #watches: WatchSupervisor<V1Service | V1EndpointSlice>[] = [];
   #timer: NodeJS.Timeout | undefined;
   #syncing: Promise<void> | undefined;
   #pending = false;
@@ -106,8 +113,6 @@ export class StaleFlowReconciler {
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
-  #servicesSynced = false;
-  #slicesSynced = false;
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
@@ -125,73 +130,54 @@ export class StaleFlowReconciler {
   async start(): Promise<void> {
     this.#ct = this.#opts.conntrack ?? (await Conntrack.open());
     this.#ownCt = this.#opts.conntrack === undefined;
-    const { CoreV1Api, DiscoveryV1Api, makeInformer } = clientNode();
+    const { CoreV1Api, DiscoveryV1Api } = clientNode();
     const core = this.#kc.makeApiClient(CoreV1Api);
     const disc = this.#kc.makeApiClient(DiscoveryV1Api);
-    // Each informer's list success resets only its own backoff.
-    let servicesListed = () => {};
-    let slicesListed = () => {};
-    this.#services = makeInformer(
+    const handlerError = (e: unknown) => this.#report(e);
+    const options = (resource: string): InformerOptions => ({
+      ...(this.#opts.watchBackoff ? { backoff: this.#opts.watchBackoff } : {}),
+      onError: (err) => this.#report(err, { resource }),
+      onHandlerError: handlerError,
+    });
+    const services = new ResilientInformer<V1Service>(
       this.#kc,
       '/api/v1/services',
-      observeList(
-        () => core.listServiceForAllNamespaces(),
-        () => servicesListed(),
-      ),
+      () => core.listServiceForAllNamespaces(),
+      'Service',
+      SILENT,
+      options('services'),
     );
-    this.#slices = makeInformer(
+    const slices = new ResilientInformer<V1EndpointSlice>(
       this.#kc,
       '/apis/discovery.k8s.io/v1/endpointslices',
-      observeList(
-        () => disc.listEndpointSliceForAllNamespaces(),
-        () => slicesListed(),
-      ),
+      () => disc.listEndpointSliceForAllNamespaces(),
+      'EndpointSlice',
+      SILENT,
+      options('endpointslices'),
     );
-    const guard =
-      <A extends unknown[]>(f: (...a: A) => void) =>
-      (...a: A) => {
-        try {
-          f(...a);
-        } catch (e) {
-          this.#report(e);
-        }
-      };
-    const onSlice = guard((s: V1EndpointSlice) => this.#sliceChanged(s, false));
-    this.#slices.on('add', onSlice);
-    this.#slices.on('update', onSlice);
-    this.#slices.on(
-      'delete',
-      guard((s: V1EndpointSlice) => this.#sliceChanged(s, true)),
-    );
-    const onService = guard(() => this.#schedule());
-    this.#services.on('add', onService);
-    this.#services.on('update', onService);
-    this.#services.on('delete', onService);
-    const report = (resource: string) => (err: unknown) => this.#report(err, { resource });
-    const backoff = this.#opts.watchBackoff;
-    const services = new WatchSupervisor(this.#services, report('services'), backoff);
-    const slices = new WatchSupervisor(this.#slices, report('endpointslices'), backoff);
-    servicesListed = () => {
-      this.#servicesSynced = true;
-      services.healthy();
-    };
-    slicesListed = () => {
-      this.#slicesSynced = true;
-      slices.healthy();
-    };
-    this.#watches = [services, slices];
-    await Promise.all([services.start(), slices.start()]);
+    this.#services = services;
+    this.#slices = slices;
+    slices.on({
+      add: (s) => this.#sliceChanged(s, false),
+      update: (s) => this.#sliceChanged(s, false),
+      delete: (s) => this.#sliceChanged(s, true),
+    });
+    const onService = () => this.#schedule();
+    services.on({ add: onService, update: onService, delete: onService });
+    // Each informer's own list success resets only its own backoff; a failed first attempt is
+    // retried in the background, so start() does not wait for the API server.
+    await Promise.all([services.run(), slices.run()]);
     this.#schedule(0);
   }
 
   /** True once both Services and EndpointSlices have been listed (the caches are filled). */
   get synced(): boolean {
-    return this.#servicesSynced && this.#slicesSynced;
+    return (this.#services?.listed ?? false) && (this.#slices?.listed ?? false);
   }
 
   /** Restart attempts of failed watches so far. */
   get watchRestarts(): number {
-    return this.#watches.reduce((n, w) => n + w.restarts, 0);
+    return (this.#services?.restarts ?? 0) + (this.#slices?.restarts ?? 0);
   }
 
   /** A Warning Event about this Node (kube-proxy's node reference: the name doubles as UID). */
@@ -302,7 +288,7 @@ export class StaleFlowReconciler {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#syncing;
-    await Promise.all(this.#watches.map((w) => w.stop()));
+    await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
     if (this.#ownCt) this.#ct?.close();
   }
 }

@@ -3,9 +3,9 @@
 // Rust core's, checked before any netlink work starts.
 import ipaddr from 'ipaddr.js';
 import { describe, KubenodeTypeError } from '../errors.js';
+import type { IPFamily } from '../kube/types.js';
 
-/** An IP family, spelled as Kubernetes' `v1.IPFamily`. */
-export type IPFamily = 'IPv4' | 'IPv6';
+export type { IPFamily };
 
 /** One service port as the proxier sees it (upstream's `ServicePort`), for the cleanup pass. */
 export interface ServiceEntry {

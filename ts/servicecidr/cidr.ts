@@ -3,10 +3,10 @@
 // in input order, in one native call per list.
 import type { ServiceCidrIndex as NativeIndex } from '../binding.js';
 import { assertString, callNative, KubenodeTypeError } from '../errors.js';
+import type { IPFamily } from '../kube/types.js';
 import { native } from '../native.js';
 
-/** An IP family, spelled as Kubernetes' `v1.IPFamily`. */
-export type IPFamily = 'IPv4' | 'IPv6';
+export type { IPFamily };
 
 /** A parsed CIDR (`netip.Prefix`). */
 export interface PrefixInfo {

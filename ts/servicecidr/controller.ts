@@ -8,15 +8,18 @@ import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
+import { ResilientInformer } from '../kube/informer.js';
 import { clientNode, promClient } from '../peers.js';
 import { CIDRIndex } from './cidr.js';
 import { attachHandlers } from './index-sync.js';
-import { ResilientInformer } from './informer.js';
+import { IPALLOCATOR_CONTROLLER_NAME, LABEL_IP_FAMILY, LABEL_MANAGED_BY } from './labels.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 import { klogLogger, type Logger } from './logger.js';
 import { WorkqueueMetrics } from './metrics.js';
 import type { RateLimiter } from './ratelimit.js';
 import { RateLimitingQueue } from './workqueue.js';
+
+export { IPALLOCATOR_CONTROLLER_NAME, LABEL_IP_FAMILY, LABEL_MANAGED_BY } from './labels.js';
 
 /** Upstream's controller name: the Event source component and log name. */
 export const CONTROLLER_NAME = 'service-cidr-controller';
@@ -24,12 +27,6 @@ export const CONTROLLER_NAME = 'service-cidr-controller';
 export const FIELD_MANAGER = 'kubenode-servicecidr-controller';
 /** Finalizer that keeps a ServiceCIDR until no IPAddress depends on it alone. */
 export const SERVICE_CIDR_PROTECTION_FINALIZER = 'networking.k8s.io/service-cidr-finalizer';
-/** IPAddress label holding its family (`IPv4`/`IPv6`). */
-export const LABEL_IP_FAMILY = 'ipaddress.kubernetes.io/ip-family';
-/** IPAddress label naming the allocator that manages it. */
-export const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
-/** `LABEL_MANAGED_BY` value of IPAddresses the API server's allocator created. */
-export const IPALLOCATOR_CONTROLLER_NAME = 'ipallocator.k8s.io';
 /** Type of the condition the controller sets on every ServiceCIDR. */
 export const CONDITION_READY = 'Ready';
 /** Ready condition reason while a deletion is blocked by IPAddresses. */

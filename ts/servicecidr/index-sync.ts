@@ -2,13 +2,11 @@
 // ServiceCIDR cache and turn events into queue keys. The index is updated before keys are
 // enqueued, so a worker never sees a cache newer than its index.
 import type { V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type { ResilientInformer } from '../kube/informer.js';
 import type { CIDRIndex } from './cidr.js';
-import type { ResilientInformer } from './informer.js';
+import { IPALLOCATOR_CONTROLLER_NAME, LABEL_MANAGED_BY } from './labels.js';
 import type { Logger } from './logger.js';
 import type { RateLimitingQueue } from './workqueue.js';
-
-const LABEL_MANAGED_BY = 'ipaddress.kubernetes.io/managed-by';
-const IPALLOCATOR = 'ipallocator.k8s.io';
 
 function cidrsOf(sc: V1ServiceCIDR): string[] {
   const c = sc.spec?.cidrs;
@@ -66,7 +64,7 @@ export function attachHandlers(x: {
 
   const onIP = (ip: V1IPAddress) => {
     const name = ip.metadata?.name;
-    if (!name || ip.metadata?.labels?.[LABEL_MANAGED_BY] !== IPALLOCATOR) return;
+    if (!name || ip.metadata?.labels?.[LABEL_MANAGED_BY] !== IPALLOCATOR_CONTROLLER_NAME) return;
     let owners: string[];
     try {
       owners = index.containing(name);

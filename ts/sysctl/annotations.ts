@@ -4,8 +4,8 @@
 // Parsing follows upstream's SysctlsFromPodAnnotation; a safe sysctl may be listed as unsafe,
 // an unsafe one must be.
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { goQuote } from '../quote.js';
 import { safeSysctlAllowlist } from './kernel.js';
-import { goQuote } from './quote.js';
 import type { FieldError, PodLike } from './types.js';
 import { validateSysctlNames } from './validation.js';
 

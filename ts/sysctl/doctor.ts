@@ -1,5 +1,5 @@
 // `kubenode doctor` section: the safe list for this kernel and the probe summary.
-import type { DoctorCheck, DoctorSection } from '../doctor.js';
+import type { DoctorCheck, DoctorSection } from '../doctor-types.js';
 import { probe } from './apply.js';
 import { safeSysctlList } from './kernel.js';
 

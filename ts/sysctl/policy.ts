@@ -4,11 +4,11 @@
 //   or an integer `min`/`max` range.
 // Names are compared in NormalizeName form so slash spellings match their dotted twins.
 import { describe, KubenodeTypeError } from '../errors.js';
+import { goQuote } from '../quote.js';
 import { FORBIDDEN_REASON } from './allowlist.js';
 import { normalizeName } from './names.js';
 import { podSysctls, sysctlName, sysctlValue } from './pod.js';
-import { goQuote } from './quote.js';
-import type { FieldError, PodLike } from './types.js';
+import type { FieldError, PodLike, V1Sysctl } from './types.js';
 import {
   canonicalValue,
   type IntRange,
@@ -25,6 +25,18 @@ function forbidden(i: number, name: string): FieldError {
   const field = `${PATH}[${i}]`;
   const detail = `sysctl ${goQuote(name)} is not allowed`;
   return { type: 'FieldValueForbidden', field, detail, message: `${field}: Forbidden: ${detail}` };
+}
+
+/** At most one field error per sysctl of the pod, in order (none when it sets no sysctls). */
+function fieldErrors(pod: PodLike, check: (s: V1Sysctl, i: number) => FieldError | null): FieldError[] {
+  const { sysctls } = podSysctls(pod);
+  if (sysctls === null) return [];
+  const out: FieldError[] = [];
+  sysctls.forEach((s, i) => {
+    const err = check(s, i);
+    if (err !== null) out.push(err);
+  });
+  return out;
 }
 
 function invalidValue(i: number, value: string, detail: string): FieldError {
@@ -75,14 +87,10 @@ export class SysctlNamePolicy {
 
   /** One Forbidden error per sysctl the policy does not allow. */
   validate(pod: PodLike): FieldError[] {
-    const { sysctls } = podSysctls(pod);
-    if (sysctls === null) return [];
-    const out: FieldError[] = [];
-    sysctls.forEach((s, i) => {
+    return fieldErrors(pod, (s, i) => {
       const name = sysctlName(s, i);
-      if (!this.allows(name)) out.push(forbidden(i, name));
+      return this.allows(name) ? null : forbidden(i, name);
     });
-    return out;
   }
 
   /** Handler name in a `PodAdmitChain`. */
@@ -266,21 +274,14 @@ export class SysctlPolicy {
 
   /** Forbidden for names no entry matches; Invalid for values outside the entry's rule. */
   validate(pod: PodLike): FieldError[] {
-    const { sysctls } = podSysctls(pod);
-    if (sysctls === null) return [];
-    const out: FieldError[] = [];
-    sysctls.forEach((s, i) => {
+    return fieldErrors(pod, (s, i) => {
       const name = sysctlName(s, i);
       const e = this.#match(name);
-      if (!e) {
-        out.push(forbidden(i, name));
-        return;
-      }
+      if (!e) return forbidden(i, name);
       const value = sysctlValue(s, i);
       const bad = valueViolation(e, value);
-      if (bad !== null) out.push(invalidValue(i, value, bad));
+      return bad === null ? null : invalidValue(i, value, bad);
     });
-    return out;
   }
 }
 

@@ -1,45 +1,7 @@
 // The slices of the Kubernetes v1 Pod that sysctl code reads. Plain JSON objects, as
 // @kubernetes/client-node and YAML parsing produce them.
 
-/** One entry of `spec.securityContext.sysctls` (`v1.Sysctl`). */
-export interface V1Sysctl {
-  /** Sysctl name, dotted or slash form. */
-  name?: string | null;
-  /** Value to set; a number is taken as its decimal text. */
-  value?: string | number | null;
-}
-
-/** The parts of a `v1.Pod` the sysctl checks read; other fields are ignored. */
-export interface PodLike {
-  /** Object metadata. */
-  metadata?: {
-    /** Pod name. */
-    name?: string;
-    /** Pod namespace. */
-    namespace?: string;
-    /** Annotations; the alpha sysctl annotations are read from here. */
-    annotations?: Record<string, string> | null;
-  } | null;
-  /** Pod spec. */
-  spec?: {
-    /** The pod uses the host's network namespace: no `net.*` sysctls allowed. */
-    hostNetwork?: boolean | null;
-    /** The pod uses the host's IPC namespace: no IPC sysctls allowed. */
-    hostIPC?: boolean | null;
-    /** `false` runs the pod in its own user namespace. */
-    hostUsers?: boolean | null;
-    /** The pod's OS; sysctls are refused for `windows`. */
-    os?: {
-      /** OS name. */
-      name?: string;
-    } | null;
-    /** Pod-level security context. */
-    securityContext?: {
-      /** Sysctls to set in the pod's namespaces. */
-      sysctls?: V1Sysctl[] | null;
-    } | null;
-  } | null;
-}
+export type { PodLike, V1Sysctl } from '../kube/types.js';
 
 /** Kernel namespace a sysctl belongs to; `''` when it is not namespaced. */
 export type SysctlNamespace = 'IPC' | 'Net' | 'UTS' | 'User' | '';

@@ -1,6 +1,6 @@
 // `kubenode doctor` section: the ID pool the kubelet would use on this node and how many pods
 // it fits at the default idsPerPod and maxPods.
-import type { DoctorCheck, DoctorSection } from '../doctor.js';
+import type { DoctorCheck, DoctorSection } from '../doctor-types.js';
 import { layout } from './files.js';
 import { DEFAULT_IDS_PER_POD, DEFAULT_MAX_PODS } from './manager.js';
 import { resolveKubeletMappings } from './subids.js';

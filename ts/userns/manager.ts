@@ -11,6 +11,7 @@ import {
   KubenodeError,
   KubenodeTypeError,
 } from '../errors.js';
+import type { PodLike } from '../kube/types.js';
 import { native } from '../native.js';
 import { fromTask, UsernsError } from './errors.js';
 import { type IdPool, resolveKubeletMappings } from './subids.js';
@@ -43,18 +44,7 @@ export interface UserNamespace {
 }
 
 /** The parts of a v1.Pod the manager reads. */
-export interface PodLike {
-  /** Object metadata. */
-  metadata?: {
-    /** Pod UID: names the pod's directory under `podsDir`. */
-    uid?: string | null;
-  } | null;
-  /** Pod spec. */
-  spec?: {
-    /** `false` asks for a pod user namespace; unset or `true` shares the host's. */
-    hostUsers?: boolean | null;
-  } | null;
-}
+export type { PodLike } from '../kube/types.js';
 
 /** A running pod as the runtime reports it (kubecontainer.Pod), or its ID. */
 export type RunningPodLike =

@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { access, constants, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { goQuote } from '../quote.js';
 import { UsernsError } from './errors.js';
 
 export const KUBELET_USER = 'kubelet';
@@ -21,25 +22,6 @@ export interface IdPool {
 /** Default pool: first ID `idsPerPod`, length `2^32 - idsPerPod`. */
 export function defaultPool(idsPerPod: number): IdPool {
   return { firstId: idsPerPod, length: 2 ** 32 - idsPerPod, source: 'default' };
-}
-
-/** Go's `%q` for the strings these errors quote. */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0) ?? 0;
-    if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\r') out += '\\r';
-    else if (c === 7) out += '\\a';
-    else if (c === 8) out += '\\b';
-    else if (c === 0x0c) out += '\\f';
-    else if (c === 0x0b) out += '\\v';
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return `${out}"`;
 }
 
 /** Go's `strconv.ParseUint(s, 10, 32)`, with its error texts. */

@@ -4,6 +4,7 @@
 // Value syntax comes from ../values.ts and allowlist entries from the native allowlist, so the
 // rules are written once. Denials carry the kubelet-style messages of the in-process handlers.
 import { describe, KubenodeTypeError } from '../../errors.js';
+import { goQuote } from '../../quote.js';
 import type { AllowlistEntry } from '../allowlist.js';
 import {
   badValueMessage,
@@ -13,7 +14,6 @@ import {
   SysctlPolicy,
 } from '../policy.js';
 import { LABEL_SELECTOR_SCHEMA } from '../policy-schema.js';
-import { goQuote } from '../quote.js';
 import { checkSchema } from '../schema-check.js';
 import {
   INT_FIELD,
