@@ -70,6 +70,7 @@ fn a_pod_directory_swapped_for_a_symlink_never_leads_elsewhere() {
     fs::write(victim.join("data"), "not the kubelet's").unwrap();
     let before = tree(&victim);
 
+    fs::create_dir(&pods).unwrap();
     let mut m = open(&pods).unwrap();
     let pod = pods.join("pod-race");
     let link = pods.join("link");
