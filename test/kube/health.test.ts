@@ -153,5 +153,17 @@ describe('daemon flags', () => {
     ]);
     expect(badAddr.status).toBe(2);
     expect(badAddr.stderr).toContain('kubenode servicecidr-controller: "nowhere" is not HOST:PORT');
+    // The reconciler checks its listener address as a usage error too, with one line.
+    const badReconcilerAddr = run([
+      'conntrack',
+      'reconcile',
+      '--kubeconfig',
+      join(import.meta.dirname, 'fixtures', 'kubeconfig.yaml'),
+      '--metrics-addr',
+      'nowhere',
+    ]);
+    expect(badReconcilerAddr.status, badReconcilerAddr.stderr).toBe(2);
+    expect(badReconcilerAddr.stderr).toContain('kubenode conntrack reconcile: "nowhere" is not HOST:PORT');
+    expect(badReconcilerAddr.stderr).not.toContain('exit 2');
   });
 });

@@ -202,7 +202,8 @@ export function registerConntrack(program: Command): void {
           kc = loadKubeConfig(o.kubeconfig).kubeConfig;
         } catch (e) {
           err(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
-          throw new CliExit(2);
+          // A missing peer dependency is a broken installation, not a configuration error.
+          throw new CliExit((e as { code?: unknown }).code === 'ERR_KUBENODE_UNSUPPORTED' ? 1 : 2);
         }
         const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
@@ -215,12 +216,15 @@ export function registerConntrack(program: Command): void {
           process.once('SIGINT', () => resolve());
           process.once('SIGTERM', () => resolve());
         });
+        let handle: conntrack.Conntrack | undefined;
+        let r: conntrack.StaleFlowReconciler | undefined;
+        let server: Awaited<ReturnType<typeof startHealth>>;
         try {
           // The API server is reached from this process's namespace; only the conntrack socket
           // lives in --netns.
-          const handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+          handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
           const registry = new (promClient().Registry)();
-          const r = new conntrack.StaleFlowReconciler(kc, {
+          const rec = new conntrack.StaleFlowReconciler(kc, {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,
@@ -239,25 +243,29 @@ export function registerConntrack(program: Command): void {
                     `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
                   ),
           });
-          const server = await startHealth(
+          r = rec;
+          // A bad --health-addr or --metrics-addr is a usage error (CliExit 2) and passes through.
+          server = await startHealth(
             'conntrack reconcile',
             o,
             registry,
-            () => (r.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
+            () => (rec.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
             log,
           );
           // SIGTERM drains: the running pass finishes, then the watches stop.
-          await Promise.race([r.start(), signalled]);
+          await Promise.race([rec.start(), signalled]);
           await signalled;
-          await r.stop();
-          handle?.close();
-          await server?.close();
         } catch (e) {
+          if (e instanceof CliExit) throw e;
           // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
           // the usage code 2.
           err(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
           throw new CliExit(1);
         } finally {
+          // On a clean stop and on a failure alike: nothing may keep the process up.
+          await r?.stop();
+          handle?.close();
+          await server?.close();
           clearInterval(keepAlive);
         }
       },

@@ -39,6 +39,11 @@ export function registerServicecidr(program: Command): void {
       try {
         loaded = loadKubeConfig(opts.kubeconfig);
       } catch (e) {
+        // A missing peer dependency is a broken installation (exit 1), not a configuration error.
+        if ((e as { code?: unknown }).code === 'ERR_KUBENODE_UNSUPPORTED') {
+          err(`kubenode servicecidr-controller: ${(e as Error).message}\n`);
+          throw new CliExit(1);
+        }
         fail((e as Error).message);
       }
       const kubeConfig = loaded.kubeConfig;
