@@ -129,6 +129,30 @@ describe('EventRecorder retries (a sink that fails like a broken connection)', (
     expect(down.calls).toEqual(['create']);
     expect(errors).toContain('Unable to write event (broadcaster is shut down)');
   });
+
+  it('an aborted signal drops the event: no retry, and nothing once aborted before the call', async () => {
+    const log = { info() {}, error() {} };
+    const down = flakySink(100);
+    const r = new EventRecorder({
+      core: down.core,
+      source: { component: 'c' },
+      fieldManager: 'm',
+      log,
+      retryDelayMs: 1,
+    });
+    const term = new AbortController();
+    const pending = r.warning({ kind: 'Node', name: 'n' }, 'R', 'msg', term.signal);
+    await new Promise((res) => setTimeout(res, 20));
+    term.abort();
+    const made = down.calls.length;
+    await pending;
+    await new Promise((res) => setTimeout(res, 20));
+    // Nothing after the term ended; without the signal the retries would go on to 12 tries.
+    expect(down.calls.length).toBe(made);
+    const before = down.calls.length;
+    await r.warning({ kind: 'Node', name: 'n' }, 'R', 'later', term.signal);
+    expect(down.calls.length).toBe(before);
+  });
 });
 
 describe('EventRecorder (real kube-apiserver)', () => {

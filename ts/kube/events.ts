@@ -10,8 +10,14 @@
 // failures are logged, never thrown; network failures are retried like client-go (12 tries,
 // 10 s apart, the first delay randomised), on timers that never keep the process alive.
 import { hrtime } from 'node:process';
-import type { CoreV1Api, CoreV1Event, V1ObjectReference } from '@kubernetes/client-node';
+import type {
+  ConfigurationOptions,
+  CoreV1Api,
+  CoreV1Event,
+  V1ObjectReference,
+} from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
+import { withSignal } from './abort.js';
 
 /** Milliseconds since the epoch; tests pass a fake. */
 export type Clock = () => number;
@@ -288,19 +294,21 @@ export class EventRecorder {
     this.correlator = new EventCorrelator(this.#clock);
   }
 
-  warning(object: V1ObjectReference, reason: string, message: string): Promise<void> {
-    return this.event(object, 'Warning', reason, message);
+  warning(object: V1ObjectReference, reason: string, message: string, signal?: AbortSignal): Promise<void> {
+    return this.event(object, 'Warning', reason, message, signal);
   }
 
   /**
    * Records one event (the recorder's `Event`); resolves once it is written, dropped or given
-   * up on. Never rejects.
+   * up on. Never rejects. Once `signal` aborts (a leader's term ended) the event is dropped: a
+   * request in flight is aborted and no retry follows, like a write under a cancelled context.
    */
   event(
     object: V1ObjectReference,
     type: 'Normal' | 'Warning',
     reason: string,
     message: string,
+    signal?: AbortSignal,
   ): Promise<void> {
     this.#o.log.info(3, 'Event occurred', {
       object: object.namespace ? `${object.namespace}/${object.name}` : object.name,
@@ -311,7 +319,7 @@ export class EventRecorder {
       reason,
       message,
     });
-    if (this.#closed) return Promise.resolve();
+    if (this.#closed || signal?.aborted) return Promise.resolve();
     // The broadcaster's queue drops events when full rather than blocking the caller.
     if (this.#queued >= MAX_QUEUED_EVENTS) return Promise.resolve();
     const now = this.#clock();
@@ -332,7 +340,7 @@ export class EventRecorder {
       reportingInstance: host,
     };
     this.#queued++;
-    const run = this.#tail.then(() => this.#recordToSink(ev));
+    const run = this.#tail.then(() => this.#recordToSink(ev, signal));
     this.#tail = run.finally(() => {
       this.#queued--;
     });
@@ -354,13 +362,14 @@ export class EventRecorder {
     this.#timers.clear();
   }
 
-  async #recordToSink(input: CoreV1Event): Promise<void> {
-    if (this.#closed) return;
+  async #recordToSink(input: CoreV1Event, signal: AbortSignal | undefined): Promise<void> {
+    if (this.#closed || signal?.aborted) return;
     const r = this.correlator.correlate(input);
     if (r.skip) return;
     const retryDelay = this.#o.retryDelayMs ?? 10_000;
     for (let tries = 1; ; tries++) {
-      if (await this.#write(r.event, r.patch)) return;
+      if (signal?.aborted) return;
+      if (await this.#write(r.event, r.patch, signal)) return;
       if (tries >= MAX_TRIES_PER_EVENT) {
         this.#o.log.error('Unable to write event (retry limit exceeded!)', undefined, {
           reason: input.reason,
@@ -378,9 +387,14 @@ export class EventRecorder {
   }
 
   /** recordEvent: true when done (written, or refused by the server for good). */
-  async #write(event: CoreV1Event, patch: Record<string, unknown> | undefined): Promise<boolean> {
+  async #write(
+    event: CoreV1Event,
+    patch: Record<string, unknown> | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> {
     const namespace = event.metadata?.namespace ?? 'default';
     const fieldManager = this.#o.fieldManager;
+    const cancel = (o?: ConfigurationOptions) => (signal ? withSignal(signal, o) : o);
     try {
       let written: CoreV1Event | undefined;
       if ((event.count ?? 0) > 1 && patch) {
@@ -388,7 +402,7 @@ export class EventRecorder {
         try {
           written = await this.#o.core.patchNamespacedEvent(
             { name: event.metadata?.name ?? '', namespace, body: patch, fieldManager },
-            setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+            cancel(setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
           );
         } catch (e) {
           if (httpCode(e) !== 404) throw e;
@@ -396,7 +410,7 @@ export class EventRecorder {
       }
       if (!written) {
         const body: CoreV1Event = { ...event, metadata: { ...event.metadata, resourceVersion: undefined } };
-        written = await this.#o.core.createNamespacedEvent({ namespace, body, fieldManager });
+        written = await this.#o.core.createNamespacedEvent({ namespace, body, fieldManager }, cancel());
       }
       this.correlator.updateState(written);
       return true;

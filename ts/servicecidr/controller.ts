@@ -335,20 +335,20 @@ export class ServiceCIDRController {
         ServiceCIDR: name,
         error: describeError(e),
       });
-      // Not awaited: the recorder writes in the background, as client-go's broadcaster does. A
-      // term that has ended records nothing more.
-      if (!signal.aborted)
-        void this.#events.warning(
-          {
-            apiVersion: 'networking.k8s.io/v1',
-            kind: 'ServiceCIDR',
-            name,
-            uid: cidr.metadata?.uid,
-            resourceVersion: cidr.metadata?.resourceVersion,
-          },
-          'KubernetesServiceCIDRError',
-          'The ServiceCIDR Status can not be set to Ready=True',
-        );
+      // Not awaited: the recorder writes in the background, as client-go's broadcaster does. The
+      // term's signal drops it (request in flight and retries) once the term has ended.
+      void this.#events.warning(
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'ServiceCIDR',
+          name,
+          uid: cidr.metadata?.uid,
+          resourceVersion: cidr.metadata?.resourceVersion,
+        },
+        'KubernetesServiceCIDRError',
+        'The ServiceCIDR Status can not be set to Ready=True',
+        signal,
+      );
       throw e;
     }
   }
