@@ -8,6 +8,57 @@ pub const fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
+/// The framing netlink messages and attributes share: a header that starts with the record's
+/// length (header included), the payload, then padding to 4 bytes. Each kind names its own
+/// errors.
+struct Frame {
+    hdr_len: usize,
+    len_of: fn(&[u8]) -> usize,
+    truncated: &'static str,
+    short: &'static str,
+    overrun: &'static str,
+}
+
+impl Frame {
+    /// Splits the next record off `rest` into (header, payload); `None` once `rest` is empty.
+    /// A malformed record empties `rest`, so iteration stops after its error.
+    fn split<'a>(&self, rest: &mut &'a [u8]) -> Option<Result<(&'a [u8], &'a [u8])>> {
+        if rest.is_empty() {
+            return None;
+        }
+        let data = std::mem::take(rest);
+        let Some(hdr) = data.get(..self.hdr_len) else {
+            return Some(Err(Error::Malformed(self.truncated)));
+        };
+        let len = (self.len_of)(hdr);
+        if len < self.hdr_len {
+            return Some(Err(Error::Malformed(self.short)));
+        }
+        let Some(payload) = data.get(self.hdr_len..len) else {
+            return Some(Err(Error::Malformed(self.overrun)));
+        };
+        // The last record may omit its padding.
+        *rest = data.get(align4(len)..).unwrap_or(&[]);
+        Some(Ok((hdr, payload)))
+    }
+}
+
+const ATTR_FRAME: Frame = Frame {
+    hdr_len: NLA_HDRLEN,
+    len_of: |h| u16::from_ne_bytes([h[0], h[1]]) as usize,
+    truncated: "attribute header truncated",
+    short: "attribute length below header size",
+    overrun: "attribute runs past its container",
+};
+
+const MSG_FRAME: Frame = Frame {
+    hdr_len: NLMSG_HDRLEN,
+    len_of: |h| u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize,
+    truncated: "message header truncated",
+    short: "message length below header size",
+    overrun: "message runs past the datagram",
+};
+
 /// Iterator over the attributes of one TLV area. The type has the nested and byte-order flags
 /// masked off; order is never assumed.
 pub struct Attrs<'a> {
@@ -24,27 +75,22 @@ impl<'a> Iterator for Attrs<'a> {
     type Item = Result<(u16, &'a [u8])>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.rest.is_empty() {
-            return None;
-        }
-        let Some(hdr) = self.rest.get(..NLA_HDRLEN) else {
-            self.rest = &[];
-            return Some(Err(Error::Malformed("attribute header truncated")));
-        };
-        let len = u16::from_ne_bytes([hdr[0], hdr[1]]) as usize;
-        let ty = u16::from_ne_bytes([hdr[2], hdr[3]]) & NLA_TYPE_MASK;
-        if len < NLA_HDRLEN {
-            self.rest = &[];
-            return Some(Err(Error::Malformed("attribute length below header size")));
-        }
-        let Some(payload) = self.rest.get(NLA_HDRLEN..len) else {
-            self.rest = &[];
-            return Some(Err(Error::Malformed("attribute runs past its container")));
-        };
-        // The last attribute may omit its padding.
-        self.rest = self.rest.get(align4(len)..).unwrap_or(&[]);
-        Some(Ok((ty, payload)))
+        let record = ATTR_FRAME.split(&mut self.rest)?;
+        Some(record.map(|(h, payload)| {
+            let ty = u16::from_ne_bytes([h[2], h[3]]) & NLA_TYPE_MASK;
+            (ty, payload)
+        }))
     }
+}
+
+/// Calls `f` with each attribute of `data` in order; a malformed attribute or an error from `f`
+/// ends the walk with that error.
+pub fn each_attr<'a>(data: &'a [u8], mut f: impl FnMut(u16, &'a [u8]) -> Result<()>) -> Result<()> {
+    for a in Attrs::new(data) {
+        let (ty, p) = a?;
+        f(ty, p)?;
+    }
+    Ok(())
 }
 
 pub fn be16(p: &[u8]) -> Result<u16> {
@@ -92,30 +138,11 @@ impl<'a> Iterator for Msgs<'a> {
     type Item = Result<Msg<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.rest.is_empty() {
-            return None;
-        }
-        let Some(h) = self.rest.get(..NLMSG_HDRLEN) else {
-            self.rest = &[];
-            return Some(Err(Error::Malformed("message header truncated")));
-        };
-        let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let ty = u16::from_ne_bytes([h[4], h[5]]);
-        let flags = u16::from_ne_bytes([h[6], h[7]]);
-        let seq = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
-        if len < NLMSG_HDRLEN {
-            self.rest = &[];
-            return Some(Err(Error::Malformed("message length below header size")));
-        }
-        let Some(payload) = self.rest.get(NLMSG_HDRLEN..len) else {
-            self.rest = &[];
-            return Some(Err(Error::Malformed("message runs past the datagram")));
-        };
-        self.rest = self.rest.get(align4(len)..).unwrap_or(&[]);
-        Some(Ok(Msg {
-            ty,
-            flags,
-            seq,
+        let record = MSG_FRAME.split(&mut self.rest)?;
+        Some(record.map(|(h, payload)| Msg {
+            ty: u16::from_ne_bytes([h[4], h[5]]),
+            flags: u16::from_ne_bytes([h[6], h[7]]),
+            seq: u32::from_ne_bytes([h[8], h[9], h[10], h[11]]),
             payload,
         }))
     }
@@ -151,13 +178,13 @@ pub fn parse_ack<'a>(m: &Msg<'a>) -> Result<Ack<'a>> {
             .map(|n| n & !3)
             .and_then(|n| n.checked_add(4));
         if let Some(tlvs) = tlv_start.and_then(|at| m.payload.get(at..)) {
-            for a in Attrs::new(tlvs) {
-                let (ty, p) = a?;
+            each_attr(tlvs, |ty, p| {
                 if ty == NLMSGERR_ATTR_MSG {
                     let end = p.iter().position(|&b| b == 0).unwrap_or(p.len());
                     msg = p.get(..end);
                 }
-            }
+                Ok(())
+            })?;
         }
     }
     Ok(Ack { errno, msg })

@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::attr::{be16, be32, Attrs, MsgBuf};
+use crate::attr::{be16, be32, each_attr, MsgBuf};
 use crate::consts::*;
 use crate::error::{Error, Result};
 use crate::validate::check_family;
@@ -75,36 +75,27 @@ fn ip_from(p: &[u8]) -> Result<IpAddr> {
 fn parse_tuple(data: &[u8]) -> Result<(Tuple, Option<u16>)> {
     let mut t = Tuple::default();
     let mut zone = None;
-    for a in Attrs::new(data) {
-        let (ty, p) = a?;
-        match ty {
-            CTA_TUPLE_IP => {
-                for a in Attrs::new(p) {
-                    let (ty, p) = a?;
-                    match ty {
-                        CTA_IP_V4_SRC | CTA_IP_V6_SRC => t.src = Some(ip_from(p)?),
-                        CTA_IP_V4_DST | CTA_IP_V6_DST => t.dst = Some(ip_from(p)?),
-                        _ => {}
-                    }
-                }
+    each_attr(data, |ty, p| match ty {
+        CTA_TUPLE_IP => each_attr(p, |ty, p| {
+            match ty {
+                CTA_IP_V4_SRC | CTA_IP_V6_SRC => t.src = Some(ip_from(p)?),
+                CTA_IP_V4_DST | CTA_IP_V6_DST => t.dst = Some(ip_from(p)?),
+                _ => {}
             }
-            CTA_TUPLE_PROTO => {
-                for a in Attrs::new(p) {
-                    let (ty, p) = a?;
-                    match ty {
-                        CTA_PROTO_NUM => {
-                            t.proto = *p.first().ok_or(Error::Malformed("empty protocol"))?
-                        }
-                        CTA_PROTO_SRC_PORT => t.src_port = be16(p)?,
-                        CTA_PROTO_DST_PORT => t.dst_port = be16(p)?,
-                        _ => {}
-                    }
-                }
+            Ok(())
+        }),
+        CTA_TUPLE_PROTO => each_attr(p, |ty, p| {
+            match ty {
+                CTA_PROTO_NUM => t.proto = *p.first().ok_or(Error::Malformed("empty protocol"))?,
+                CTA_PROTO_SRC_PORT => t.src_port = be16(p)?,
+                CTA_PROTO_DST_PORT => t.dst_port = be16(p)?,
+                _ => {}
             }
-            CTA_TUPLE_ZONE => zone = Some(be16(p)?),
-            _ => {}
-        }
-    }
+            Ok(())
+        }),
+        CTA_TUPLE_ZONE => be16(p).map(|z| zone = Some(z)),
+        _ => Ok(()),
+    })?;
     Ok((t, zone))
 }
 
@@ -112,8 +103,7 @@ fn parse_tuple(data: &[u8]) -> Result<(Tuple, Option<u16>)> {
 pub fn parse_flow(attrs: &[u8]) -> Result<Flow> {
     let mut f = Flow::default();
     let mut have_orig = false;
-    for a in Attrs::new(attrs) {
-        let (ty, p) = a?;
+    each_attr(attrs, |ty, p| {
         match ty {
             CTA_TUPLE_ORIG => {
                 let (t, z) = parse_tuple(p)?;
@@ -131,7 +121,8 @@ pub fn parse_flow(attrs: &[u8]) -> Result<Flow> {
             CTA_TIMEOUT => f.timeout = be32(p)?,
             _ => {}
         }
-    }
+        Ok(())
+    })?;
     if !have_orig {
         return Err(Error::Malformed("entry without an original tuple"));
     }
