@@ -74,8 +74,7 @@ impl Scanner {
         if self.stack.len() > MAX_NESTING_DEPTH {
             return Err(syntax(c, "exceeded max depth"));
         }
-        self.step = next;
-        Ok(())
+        self.go(next)
     }
 
     fn begin_value(&mut self, c: u8) -> Result<(), String> {
@@ -83,34 +82,13 @@ impl Scanner {
             c if is_space(c) => Ok(()),
             b'{' => self.push(c, Parse::ObjectKey, Step::BeginStringOrEmpty),
             b'[' => self.push(c, Parse::ArrayValue, Step::BeginValueOrEmpty),
-            b'"' => {
-                self.step = Step::InString;
-                Ok(())
-            }
-            b'-' => {
-                self.step = Step::Neg;
-                Ok(())
-            }
-            b'0' => {
-                self.step = Step::Zero;
-                Ok(())
-            }
-            b'1'..=b'9' => {
-                self.step = Step::One;
-                Ok(())
-            }
-            b't' => {
-                self.step = Step::Literal(b"true", 1);
-                Ok(())
-            }
-            b'f' => {
-                self.step = Step::Literal(b"false", 1);
-                Ok(())
-            }
-            b'n' => {
-                self.step = Step::Literal(b"null", 1);
-                Ok(())
-            }
+            b'"' => self.go(Step::InString),
+            b'-' => self.go(Step::Neg),
+            b'0' => self.go(Step::Zero),
+            b'1'..=b'9' => self.go(Step::One),
+            b't' => self.go(Step::Literal(b"true", 1)),
+            b'f' => self.go(Step::Literal(b"false", 1)),
+            b'n' => self.go(Step::Literal(b"null", 1)),
             _ => Err(syntax(c, "looking for beginning of value")),
         }
     }
@@ -122,39 +100,27 @@ impl Scanner {
             return self.end_top_step(c);
         };
         if is_space(c) {
-            self.step = Step::EndValue;
-            return Ok(());
+            return self.go(Step::EndValue);
         }
         match top {
             Parse::ObjectKey => {
                 if c == b':' {
                     self.set_top(Parse::ObjectValue);
-                    self.step = Step::BeginValue;
-                    return Ok(());
+                    return self.go(Step::BeginValue);
                 }
                 Err(syntax(c, "after object key"))
             }
             Parse::ObjectValue => match c {
                 b',' => {
                     self.set_top(Parse::ObjectKey);
-                    self.step = Step::BeginString;
-                    Ok(())
+                    self.go(Step::BeginString)
                 }
-                b'}' => {
-                    self.pop();
-                    Ok(())
-                }
+                b'}' => self.close(),
                 _ => Err(syntax(c, "after object key:value pair")),
             },
             Parse::ArrayValue => match c {
-                b',' => {
-                    self.step = Step::BeginValue;
-                    Ok(())
-                }
-                b']' => {
-                    self.pop();
-                    Ok(())
-                }
+                b',' => self.go(Step::BeginValue),
+                b']' => self.close(),
                 _ => Err(syntax(c, "after array element")),
             },
         }
@@ -166,7 +132,8 @@ impl Scanner {
         }
     }
 
-    fn pop(&mut self) {
+    /// The object or array on top of the stack is complete.
+    fn close(&mut self) -> Result<(), String> {
         self.stack.pop();
         if self.stack.is_empty() {
             self.step = Step::EndTop;
@@ -174,6 +141,12 @@ impl Scanner {
         } else {
             self.step = Step::EndValue;
         }
+        Ok(())
+    }
+
+    fn go(&mut self, next: Step) -> Result<(), String> {
+        self.step = next;
+        Ok(())
     }
 
     fn end_top_step(&mut self, c: u8) -> Result<(), String> {
@@ -218,14 +191,8 @@ impl Scanner {
                 Ok(())
             }
             Step::InStringEsc => match c {
-                b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => {
-                    self.step = Step::InString;
-                    Ok(())
-                }
-                b'u' => {
-                    self.step = Step::InStringEscU(0);
-                    Ok(())
-                }
+                b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => self.go(Step::InString),
+                b'u' => self.go(Step::InStringEscU(0)),
                 _ => Err(syntax(c, "in string escape code")),
             },
             Step::InStringEscU(n) => {
@@ -240,14 +207,8 @@ impl Scanner {
                 Ok(())
             }
             Step::Neg => match c {
-                b'0' => {
-                    self.step = Step::Zero;
-                    Ok(())
-                }
-                b'1'..=b'9' => {
-                    self.step = Step::One;
-                    Ok(())
-                }
+                b'0' => self.go(Step::Zero),
+                b'1'..=b'9' => self.go(Step::One),
                 _ => Err(syntax(c, "in numeric literal")),
             },
             Step::One => {
@@ -259,8 +220,7 @@ impl Scanner {
             Step::Zero => self.zero(c),
             Step::Dot => {
                 if c.is_ascii_digit() {
-                    self.step = Step::Dot0;
-                    return Ok(());
+                    return self.go(Step::Dot0);
                 }
                 Err(syntax(c, "after decimal point in numeric literal"))
             }
@@ -269,15 +229,13 @@ impl Scanner {
                     return Ok(());
                 }
                 if c == b'e' || c == b'E' {
-                    self.step = Step::E;
-                    return Ok(());
+                    return self.go(Step::E);
                 }
                 self.end_value(c)
             }
             Step::E => {
                 if c == b'+' || c == b'-' {
-                    self.step = Step::ESign;
-                    return Ok(());
+                    return self.go(Step::ESign);
                 }
                 self.e_sign(c)
             }
@@ -312,30 +270,22 @@ impl Scanner {
             return Ok(());
         }
         if c == b'"' {
-            self.step = Step::InString;
-            return Ok(());
+            return self.go(Step::InString);
         }
         Err(syntax(c, "looking for beginning of object key string"))
     }
 
     fn zero(&mut self, c: u8) -> Result<(), String> {
         match c {
-            b'.' => {
-                self.step = Step::Dot;
-                Ok(())
-            }
-            b'e' | b'E' => {
-                self.step = Step::E;
-                Ok(())
-            }
+            b'.' => self.go(Step::Dot),
+            b'e' | b'E' => self.go(Step::E),
             _ => self.end_value(c),
         }
     }
 
     fn e_sign(&mut self, c: u8) -> Result<(), String> {
         if c.is_ascii_digit() {
-            self.step = Step::E0;
-            return Ok(());
+            return self.go(Step::E0);
         }
         Err(syntax(c, "in exponent of numeric literal"))
     }
