@@ -1,19 +1,14 @@
 //! Criterion benchmarks of the core: allocate_next + release on a 65,536-slot map, empty and
 //! 99 % full (the userns manager's worst case).
 use criterion::{criterion_group, criterion_main, Criterion};
-use kubenode_bitmap::{AllocationBitmap, SplitMix64, Strategy};
+use kubenode_benchkit::random_scan;
+use kubenode_bitmap::AllocationBitmap;
 use std::hint::black_box;
 
 const SLOTS: u64 = 65_536;
 
 fn filled(fraction: f64) -> AllocationBitmap {
-    let mut map = AllocationBitmap::with_rng(
-        SLOTS,
-        "bench",
-        Strategy::RandomScan { offset: 0 },
-        SplitMix64::new(1),
-    )
-    .expect("valid size");
+    let mut map = random_scan(SLOTS, "bench", 1).expect("valid size");
     let target = (SLOTS as f64 * fraction) as usize;
     while map.count() < target {
         map.allocate_next().unwrap();

@@ -3,6 +3,7 @@
 //!   cargo run --release -p kubenode-sysctl --example bench_json -- \
 //!     <iters> <samples> <safe,…> <patterns,…> <sysctls,…>
 //! The lists are comma-separated (a valid sysctl name or pattern has no comma).
+use kubenode_benchkit::{emit, per_op};
 use kubenode_sysctl::Allowlist;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -42,23 +43,13 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // Two warm-up samples, like the peers.
-    admit_n(&allow, &names, iters * 2);
-    let mut per_op: Vec<f64> = (0..samples)
-        .map(|_| {
-            let t = Instant::now();
-            let ok = admit_n(&allow, &names, iters);
-            let ns = t.elapsed().as_nanos() as f64 / iters as f64;
-            assert!(ok, "pod rejected during timing");
-            ns
-        })
-        .collect();
-    per_op.sort_by(f64::total_cmp);
-    let q = |p: f64| per_op[((per_op.len() - 1) as f64 * p).round() as usize];
-    println!(
-        "{{\"peer\":\"kubenode-core\",\"bench\":\"sysctl\",\"scenario\":\"admit-pod-8-sysctls\",\"medianNsPerOp\":{:.3},\"p25NsPerOp\":{:.3},\"p75NsPerOp\":{:.3},\"samples\":{samples},\"opsPerSample\":{iters}}}",
-        q(0.5),
-        q(0.25),
-        q(0.75)
-    );
+    let per_op = per_op(2, samples, iters, || {
+        let t = Instant::now();
+        let ok = admit_n(&allow, &names, iters);
+        let elapsed = t.elapsed();
+        assert!(ok, "pod rejected during timing");
+        elapsed
+    });
+    emit("sysctl", "admit-pod-8-sysctls", per_op, iters, "");
     ExitCode::SUCCESS
 }

@@ -17,12 +17,12 @@
 //! One untimed warm-up sample runs first, as in the Go peer.
 use std::hint::black_box;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use kubenode_bitmap::{AllocationBitmap, SplitMix64, Strategy};
+use kubenode_benchkit::{emit, per_op, SEED};
+use kubenode_bitmap::SplitMix64;
 use kubenode_userns::{config, json, Config, Manager, Options, UserNamespace, RANGE_SPEC};
 
-const SEED: u64 = 20240613;
 const IDS_PER_POD: u32 = 65536;
 
 struct Args {
@@ -77,47 +77,13 @@ fn default_config(max_pods: u32) -> Config {
     }
 }
 
-fn emit(scenario: &str, mut per_op: Vec<f64>, ops: usize, extra: &str) {
-    per_op.sort_by(f64::total_cmp);
-    let q = |p: f64| per_op[((per_op.len() - 1) as f64 * p).round() as usize];
-    println!(
-        "{{\"peer\":\"kubenode-core\",\"bench\":\"userns\",\"scenario\":\"{scenario}\",\"medianNsPerOp\":{:.3},\"p25NsPerOp\":{:.3},\"p75NsPerOp\":{:.3},\"samples\":{},\"opsPerSample\":{ops}{extra}}}",
-        q(0.5),
-        q(0.25),
-        q(0.75),
-        per_op.len()
-    );
-}
-
-fn run_samples(samples: usize, ops: usize, mut sample: impl FnMut() -> Duration) -> Vec<f64> {
-    sample(); // warm-up
-    (0..samples)
-        .map(|_| sample().as_nanos() as f64 / ops as f64)
-        .collect()
-}
-
 fn alloc_near_full(a: &Args) -> Result<(), String> {
     let layout = default_config(0).layout().map_err(|e| e.to_string())?;
     let slots = layout.slots as usize;
     let full = slots * 99 / 100;
-    let mut m = AllocationBitmap::with_rng(
-        slots as u64,
-        RANGE_SPEC,
-        Strategy::RandomScan { offset: 0 },
-        SplitMix64::new(SEED),
-    )
-    .map_err(|e| e.to_string())?;
-    // A seeded Fisher-Yates prefix, like the Go peer's rng.Perm(slots)[:full].
-    let mut order: Vec<i64> = (0..slots as i64).collect();
-    let mut rng = SplitMix64::new(SEED);
-    for i in (1..order.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        order.swap(i, j);
-    }
-    for &i in order.iter().take(full) {
-        m.allocate(i).map_err(|e| e.to_string())?;
-    }
-    let per_op = run_samples(a.samples, a.iters, || {
+    let mut m = kubenode_benchkit::shuffled(slots as u64, RANGE_SPEC, full, SEED)
+        .map_err(|e| e.to_string())?;
+    let per_op = per_op(1, a.samples, a.iters, || {
         let t = Instant::now();
         for _ in 0..a.iters {
             if let Some(i) = m.allocate_next().unwrap() {
@@ -127,6 +93,7 @@ fn alloc_near_full(a: &Args) -> Result<(), String> {
         t.elapsed()
     });
     emit(
+        "userns",
         "alloc-near-full",
         per_op,
         a.iters,
@@ -213,7 +180,7 @@ fn getorcreate_release(a: &Args) -> Result<(), String> {
     }
     let pods = pod_uids(a.pods, SEED);
     let mut failed = None;
-    let per_op = run_samples(a.samples, a.pods, || {
+    let per_op = per_op(1, a.samples, a.pods, || {
         let t = Instant::now();
         for p in &pods {
             if let Err(e) = m.get_or_create(p) {
@@ -234,6 +201,7 @@ fn getorcreate_release(a: &Args) -> Result<(), String> {
         return Err(format!("get_or_create: {e}"));
     }
     emit(
+        "userns",
         "getorcreate-release",
         per_op,
         a.pods,
