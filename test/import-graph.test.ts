@@ -54,4 +54,19 @@ describe('ts/ import graph', () => {
   it('has no cycle, type-only imports included', () => {
     expect(cycles(graph(sources(ROOT)))).toEqual([]);
   });
+
+  it('ts/kube/ loads no subsystem module (kube-level code sits below the subsystems)', () => {
+    const kube = join(ROOT, 'kube');
+    const upward: string[] = [];
+    for (const f of sources(kube)) {
+      const src = readFileSync(f, 'utf8');
+      for (const m of src.matchAll(/^(?:import|export)\s(?!type\s)[^'";]*?from\s+'(\.[^']+)'/gm)) {
+        const dep = resolve(dirname(f), m[1] as string);
+        // Leaf modules at the top (errors, peers) are fine; subsystem folders are not.
+        if (!dep.startsWith(kube) && relative(ROOT, dep).includes('/'))
+          upward.push(`${relative(ROOT, f)} -> ${m[1]}`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
 });

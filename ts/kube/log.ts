@@ -1,8 +1,9 @@
 // Logs as JSON lines in component-base's JSON format (`--logging-format=json`): `ts` is the
 // epoch time in milliseconds as a float, `msg` the message, `v` the verbosity of info lines,
 // `err` the error of error lines, then the structured key/value pairs.
-import { describeError } from '../servicecidr/controller.js';
+
 import type { KeyValues, Logger } from '../servicecidr/logger.js';
+import { describeError } from './api-error.js';
 
 /** Milliseconds since the epoch with a fraction, like zap's epoch-millis encoder. */
 const nowMs = (): number => performance.timeOrigin + performance.now();

@@ -6,6 +6,7 @@ import type { KubeConfig, NetworkingV1Api, V1IPAddress, V1ServiceCIDR } from '@k
 import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
+import { apiCode, describeError } from '../kube/api-error.js';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { ResilientInformer } from '../kube/informer.js';
@@ -64,31 +65,6 @@ interface Condition {
   status: 'True' | 'False';
   reason: string;
   message: string;
-}
-
-function apiCode(e: unknown): number | undefined {
-  const c = (e as { code?: unknown })?.code;
-  return typeof c === 'number' ? c : undefined;
-}
-
-/** A short, readable form of a client error for logs and events. */
-export function describeError(e: unknown): string {
-  const code = apiCode(e);
-  const body = (e as { body?: unknown })?.body;
-  if (code !== undefined) {
-    let msg = '';
-    if (typeof body === 'string') {
-      try {
-        msg = (JSON.parse(body) as { message?: string }).message ?? body;
-      } catch {
-        msg = body;
-      }
-    } else if (body && typeof body === 'object') {
-      msg = String((body as { message?: unknown }).message ?? '');
-    }
-    return `HTTP ${code}${msg ? `: ${msg}` : ''}`;
-  }
-  return e instanceof Error ? e.message : String(e);
 }
 
 function positiveInt(what: string, v: number, min: number): number {

@@ -1,5 +1,7 @@
 // ServiceCIDRs: upstream `pkg/api/servicecidr` helpers, the Rust CIDR index, and the
 // kube-controller-manager ServiceCIDRs controller on @kubernetes/client-node.
+
+export { describeError } from '../kube/api-error.js';
 export {
   broadcastAddress,
   CIDRIndex,
@@ -19,7 +21,6 @@ export {
 export {
   CONDITION_READY,
   CONTROLLER_NAME,
-  describeError,
   IPALLOCATOR_CONTROLLER_NAME,
   LABEL_IP_FAMILY,
   LABEL_MANAGED_BY,

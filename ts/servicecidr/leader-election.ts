@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import type { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { KubenodeRangeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
+import { apiCode } from '../kube/api-error.js';
 import { clientNode } from '../peers.js';
 import type { Logger } from './logger.js';
 
@@ -35,11 +36,6 @@ export interface LeaderElectionOptions {
   releaseOnCancel?: boolean;
   /** Field manager of the Lease writes (the controller passes its own). */
   fieldManager?: string;
-}
-
-function statusCode(e: unknown): number | undefined {
-  const c = (e as { code?: unknown })?.code;
-  return typeof c === 'number' ? c : undefined;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -175,7 +171,7 @@ export class LeaderElector {
     try {
       lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
     } catch (e) {
-      if (statusCode(e) !== 404) {
+      if (apiCode(e) !== 404) {
         this.log.info(2, 'error retrieving resource lock', {
           lease: `${this.namespace}/${this.name}`,
           err: e,
@@ -235,7 +231,7 @@ export class LeaderElector {
       );
       return true;
     } catch (e) {
-      this.log.info(2, 'Failed to update lock', { err: statusCode(e) === 409 ? 'conflict' : e });
+      this.log.info(2, 'Failed to update lock', { err: apiCode(e) === 409 ? 'conflict' : e });
       return false;
     }
   }

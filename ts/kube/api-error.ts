@@ -1,0 +1,28 @@
+// What callers need from a @kubernetes/client-node error: its HTTP status and a short,
+// readable form. A leaf module, so kube-level code and every subsystem can share it.
+
+/** The HTTP status of an API error, if `e` carries one. */
+export function apiCode(e: unknown): number | undefined {
+  const c = (e as { code?: unknown })?.code;
+  return typeof c === 'number' ? c : undefined;
+}
+
+/** A short, readable form of a client error for logs and events. */
+export function describeError(e: unknown): string {
+  const code = apiCode(e);
+  const body = (e as { body?: unknown })?.body;
+  if (code !== undefined) {
+    let msg = '';
+    if (typeof body === 'string') {
+      try {
+        msg = (JSON.parse(body) as { message?: string }).message ?? body;
+      } catch {
+        msg = body;
+      }
+    } else if (body && typeof body === 'object') {
+      msg = String((body as { message?: unknown }).message ?? '');
+    }
+    return `HTTP ${code}${msg ? `: ${msg}` : ''}`;
+  }
+  return e instanceof Error ? e.message : String(e);
+}
