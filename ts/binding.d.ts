@@ -250,6 +250,12 @@ export interface ConntrackService {
   loadBalancerIps?: Array<string>
 }
 
+/**
+ * The service-port protocols (API names, e.g. `"UDP"`) whose flows the stale-flow pass can
+ * select: the core's rule, so the gate and the pass cannot disagree.
+ */
+export declare function conntrackStaleFlowProtocols(): Array<string>
+
 /** A failure reported in a task outcome (a Task can only reject with a plain status). */
 export interface ConntrackTaskError {
   /** `ERR_KUBENODE_*`. */

@@ -3,6 +3,7 @@
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { conntrack } from '../../ts/index.js';
+import { native } from '../../ts/native.js';
 
 const svc: V1Service = {
   metadata: { namespace: 'kube-system', name: 'dns' },
@@ -73,6 +74,15 @@ describe('k8s tables', () => {
 });
 
 describe('CleanupGate (ConntrackCleanupRequired)', () => {
+  it("counts the slice ports whose protocol the core's pass cleans (UDP only), by the core's rule", () => {
+    const cleaned = native.conntrackStaleFlowProtocols();
+    expect(cleaned).toEqual(['UDP']);
+    for (const protocol of ['UDP', 'TCP', 'SCTP']) {
+      const keys = conntrack.udpPortKeys([slice('IPv4', [['10.244.0.1', true]], protocol)], 'IPv4');
+      expect([...keys], protocol).toEqual(cleaned.includes(protocol) ? ['kube-system/dns:dns'] : []);
+    }
+  });
+
   it('first sync runs when any UDP endpoints exist', () => {
     expect(new conntrack.CleanupGate().take(() => false, true)).toBe(true);
     expect(new conntrack.CleanupGate().take(() => false, false)).toBe(false);

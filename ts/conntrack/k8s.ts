@@ -1,6 +1,7 @@
 // Builds the per-family service/endpoint tables from Service and EndpointSlice objects the way
 // kube-proxy's change trackers do (pkg/proxy/serviceport.go, endpointslicecache.go).
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { native } from '../native.js';
 import type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';
 import { ipFamilyOf } from './tables.js';
 
@@ -91,9 +92,18 @@ export function endpointsTable(slices: Iterable<V1EndpointSlice>, family: IPFami
   return Object.fromEntries([...out].map(([k, m]) => [k, [...m.values()]]));
 }
 
-/** UDP service-port keys of a set of slices (for ConntrackCleanupRequired). */
+/** The protocols the core's stale-flow pass cleans (upstream: UDP only), read once. */
+let staleFlowProtocols: ReadonlySet<string> | undefined;
+
+/**
+ * Service-port keys of a set of slices whose protocol can have stale flows (for
+ * ConntrackCleanupRequired). Which protocols those are is the Rust core's rule, the one the
+ * cleanup pass itself applies (kube-proxy's: UDP).
+ */
 export function udpPortKeys(slices: Iterable<V1EndpointSlice>, family: IPFamily): Set<string> {
+  staleFlowProtocols ??= new Set(native.conntrackStaleFlowProtocols());
   const keys = new Set<string>();
-  for (const s of slices) for (const p of sliceEntries(s, family)) if (p.protocol === 'UDP') keys.add(p.key);
+  for (const s of slices)
+    for (const p of sliceEntries(s, family)) if (staleFlowProtocols.has(p.protocol)) keys.add(p.key);
   return keys;
 }

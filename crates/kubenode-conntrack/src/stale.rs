@@ -19,13 +19,29 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// The service-port protocols by their API names.
+    const NAMES: [(&'static str, Protocol); 3] = [
+        ("TCP", Protocol::Tcp),
+        ("UDP", Protocol::Udp),
+        ("SCTP", Protocol::Sctp),
+    ];
+
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "TCP" => Some(Protocol::Tcp),
-            "UDP" => Some(Protocol::Udp),
-            "SCTP" => Some(Protocol::Sctp),
-            _ => None,
-        }
+        Self::NAMES.iter().find(|(n, _)| *n == s).map(|&(_, p)| p)
+    }
+
+    /// Upstream's UDP-only rule: only flows of UDP service ports can go stale.
+    pub fn has_stale_flows(self) -> bool {
+        self == Protocol::Udp
+    }
+
+    /// The API names of the protocols with stale flows, for callers that skip a pass when no
+    /// such service port changed (kube-proxy's `ConntrackCleanupRequired`).
+    pub fn with_stale_flows() -> impl Iterator<Item = &'static str> {
+        Self::NAMES
+            .iter()
+            .filter(|(_, p)| p.has_stale_flows())
+            .map(|&(n, _)| n)
     }
 }
 
@@ -84,7 +100,7 @@ impl StaleMatcher {
         let mut m = StaleMatcher::default();
         for (i, svc) in services.iter().enumerate() {
             // Upstream looks at UDP service ports only; the rest may hold anything.
-            if svc.protocol != Protocol::Udp {
+            if !svc.protocol.has_stale_flows() {
                 continue;
             }
             if let Some(ip) = &svc.cluster_ip {

@@ -6,5 +6,6 @@
 
 mod convert;
 mod handle;
+mod protocols;
 mod tasks;
 mod types;
