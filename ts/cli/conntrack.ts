@@ -2,9 +2,8 @@
 import type { Command } from 'commander';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
-import { loadKubeConfig } from '../kube/config.js';
 import { promClient } from '../peers.js';
-import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
+import { addDaemonOptions, type DaemonFlags, daemonKubeConfig, daemonLogger, startHealth } from './daemon.js';
 import { parseDocuments, readInput } from './input.js';
 import {
   addOutputOption,
@@ -69,6 +68,26 @@ function progressBar(ct: conntrack.Conntrack): () => void {
   };
 }
 
+/** Flags of the one-shot commands. */
+interface TableFlags {
+  family?: string;
+  netns?: string;
+  output?: string;
+}
+
+/** Runs `body` with a handle in the namespace `netns` names (default: this one), then closes it. */
+async function withHandle(
+  netns: string | undefined,
+  body: (handle: conntrack.Conntrack) => Promise<void>,
+): Promise<void> {
+  const handle = await conntrack.Conntrack.open(netns ? { netns } : {});
+  try {
+    await body(handle);
+  } finally {
+    handle.close();
+  }
+}
+
 export function registerConntrack(program: Command): void {
   const ct = program
     .command('conntrack')
@@ -83,35 +102,23 @@ export function registerConntrack(program: Command): void {
       .option('--dst <ip>', 'original destination IP (needs -p)')
       .option('--dport <port>', 'original destination port (needs -p)')
       .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
-  ).action(
-    async (o: {
-      protocol?: string;
-      family?: string;
-      dst?: string;
-      dport?: string;
-      netns?: string;
-      output?: string;
-    }) => {
-      const fmt = outputFormat(o);
-      const fam = family(o.family);
-      const handle = await conntrack.Conntrack.open(o.netns ? { netns: o.netns } : {});
-      try {
-        const proto = o.protocol && /^\d+$/.test(o.protocol) ? Number(o.protocol) : o.protocol;
-        const r = await handle.list(fam, {
-          ...(proto !== undefined ? { protocol: proto as conntrack.ListOptions['protocol'] } : {}),
-          ...(o.dst ? { dstIP: o.dst } : {}),
-          ...(o.dport ? { dstPort: Number(o.dport) } : {}),
-        });
-        if (fmt === 'json') printJson(r);
-        else {
-          for (const f of r.flows) out(`${fmtFlow(f)}\n`);
-          warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
-        }
-      } finally {
-        handle.close();
+  ).action(async (o: TableFlags & { protocol?: string; dst?: string; dport?: string }) => {
+    const fmt = outputFormat(o);
+    const fam = family(o.family);
+    await withHandle(o.netns, async (handle) => {
+      const proto = o.protocol && /^\d+$/.test(o.protocol) ? Number(o.protocol) : o.protocol;
+      const r = await handle.list(fam, {
+        ...(proto !== undefined ? { protocol: proto as conntrack.ListOptions['protocol'] } : {}),
+        ...(o.dst ? { dstIP: o.dst } : {}),
+        ...(o.dport ? { dstPort: Number(o.dport) } : {}),
+      });
+      if (fmt === 'json') printJson(r);
+      else {
+        for (const f of r.flows) out(`${fmtFlow(f)}\n`);
+        warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
       }
-    },
-  );
+    });
+  });
 
   addOutputOption(
     ct
@@ -128,26 +135,18 @@ export function registerConntrack(program: Command): void {
       .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
       .option('--dry-run', 'select but do not delete')
       .option('--netns <path>', 'network namespace file'),
-  ).action(
-    async (o: {
-      services: string;
-      endpoints: string;
-      family?: string;
-      dryRun?: boolean;
-      netns?: string;
-      output?: string;
-    }) => {
-      const fmt = outputFormat(o);
-      const fam = family(o.family);
-      const services = servicesFromDocument(
-        await readTable(o.services, 'services'),
-        fam,
-      ) as conntrack.ServiceEntry[];
-      const endpoints = endpointsFromDocument(
-        await readTable(o.endpoints, 'endpoints'),
-        fam,
-      ) as conntrack.EndpointsTable;
-      const handle = await conntrack.Conntrack.open(o.netns ? { netns: o.netns } : {});
+  ).action(async (o: TableFlags & { services: string; endpoints: string; dryRun?: boolean }) => {
+    const fmt = outputFormat(o);
+    const fam = family(o.family);
+    const services = servicesFromDocument(
+      await readTable(o.services, 'services'),
+      fam,
+    ) as conntrack.ServiceEntry[];
+    const endpoints = endpointsFromDocument(
+      await readTable(o.endpoints, 'endpoints'),
+      fam,
+    ) as conntrack.EndpointsTable;
+    await withHandle(o.netns, async (handle) => {
       const stop = progressBar(handle);
       try {
         const r = await conntrack.cleanStaleEntries(handle, fam, services, endpoints, {
@@ -167,14 +166,12 @@ export function registerConntrack(program: Command): void {
         if (r.failed > 0) process.exitCode = 1;
       } finally {
         stop();
-        handle.close();
       }
-    },
-  );
+    });
+  });
 
   addDaemonOptions(ct.command('reconcile'))
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
-    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
     .option('--dry-run', 'select but do not delete')
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
@@ -182,7 +179,6 @@ export function registerConntrack(program: Command): void {
     .action(
       async (
         o: DaemonFlags & {
-          kubeconfig?: string;
           family?: string;
           dryRun?: boolean;
           minSyncPeriod?: string;
@@ -197,14 +193,7 @@ export function registerConntrack(program: Command): void {
         }
         // Flags first: a bad --log-format is a usage error whatever the cluster configuration.
         const log = daemonLogger('conntrack reconcile', o, 0);
-        let kc: ReturnType<typeof loadKubeConfig>['kubeConfig'];
-        try {
-          kc = loadKubeConfig(o.kubeconfig).kubeConfig;
-        } catch (e) {
-          err(`kubenode conntrack reconcile: ${(e as Error).message}\n`);
-          // A missing peer dependency is a broken installation, not a configuration error.
-          throw new CliExit((e as { code?: unknown }).code === 'ERR_KUBENODE_UNSUPPORTED' ? 1 : 2);
-        }
+        const kc = daemonKubeConfig('conntrack reconcile', o).kubeConfig;
         const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];

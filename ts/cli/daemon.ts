@@ -1,12 +1,15 @@
-// Flags and plumbing the two daemons share: the health/metrics listener and the log format.
+// Flags and plumbing the two daemons share: the cluster configuration, the health/metrics
+// listener and the log format.
 import type { Command } from 'commander';
 import type { Registry } from 'prom-client';
+import { type LoadedKubeConfig, loadKubeConfig } from '../kube/config.js';
 import { type HealthServer, serveHealth } from '../kube/health.js';
 import { jsonLogger } from '../kube/log.js';
 import { klogLogger, type Logger } from '../servicecidr/logger.js';
 import { CliExit, err } from './output.js';
 
 export interface DaemonFlags {
+  kubeconfig?: string;
   healthAddr?: string;
   metricsAddr?: string;
   logFormat: string;
@@ -19,12 +22,29 @@ export function addDaemonOptions(cmd: Command): Command {
       '--metrics-addr <host:port>',
       'serve Prometheus metrics on http://HOST:PORT/metrics (one listener when equal to --health-addr)',
     )
-    .option('--log-format <format>', 'text or json (component-base JSON lines)', 'text');
+    .option('--log-format <format>', 'text or json (component-base JSON lines)', 'text')
+    .option(
+      '--kubeconfig <file>',
+      'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)',
+    );
 }
 
 function fail(command: string, msg: string): never {
   err(`kubenode ${command}: ${msg}\n`);
   throw new CliExit(2);
+}
+
+/**
+ * The cluster configuration `--kubeconfig` (or the environment) names. A missing peer
+ * dependency exits 1 (a broken installation), any other failure 2 (a configuration error).
+ */
+export function daemonKubeConfig(command: string, o: DaemonFlags): LoadedKubeConfig {
+  try {
+    return loadKubeConfig(o.kubeconfig);
+  } catch (e) {
+    err(`kubenode ${command}: ${(e as Error).message}\n`);
+    throw new CliExit((e as { code?: unknown }).code === 'ERR_KUBENODE_UNSUPPORTED' ? 1 : 2);
+  }
 }
 
 /** The logger `--log-format` asks for (`text` is klog's line format). */

@@ -1,13 +1,11 @@
 // `kubenode servicecidr-controller`: runs the ServiceCIDRs controller until SIGTERM/SIGINT.
 import type { Command } from 'commander';
-import { loadKubeConfig } from '../kube/config.js';
 import { promClient } from '../peers.js';
 import { ServiceCIDRController } from '../servicecidr/index.js';
-import { addDaemonOptions, type DaemonFlags, daemonLogger, startHealth } from './daemon.js';
+import { addDaemonOptions, type DaemonFlags, daemonKubeConfig, daemonLogger, startHealth } from './daemon.js';
 import { CliExit, err } from './output.js';
 
 interface Opts extends DaemonFlags {
-  kubeconfig?: string;
   workers: string;
   leaderElect?: boolean;
   leaderElectNamespace: string;
@@ -23,7 +21,6 @@ function fail(msg: string): never {
 export function registerServicecidr(program: Command): void {
   addDaemonOptions(program.command('servicecidr-controller'))
     .description('run the ServiceCIDRs controller (finalizer, Ready condition, safe deletion) until SIGTERM')
-    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
     .option('--workers <n>', 'parallel workers', '5')
     .option('--leader-elect', 'act only while holding a coordination.k8s.io/v1 Lease')
     .option('--leader-elect-namespace <ns>', 'namespace of the leader election Lease', 'kube-system')
@@ -35,17 +32,7 @@ export function registerServicecidr(program: Command): void {
         fail(`--workers must be a positive integer, got ${opts.workers}`);
       const v = Number(opts.v);
       if (!Number.isInteger(v) || v < 0) fail(`-v must be a non-negative integer, got ${opts.v}`);
-      let loaded: ReturnType<typeof loadKubeConfig>;
-      try {
-        loaded = loadKubeConfig(opts.kubeconfig);
-      } catch (e) {
-        // A missing peer dependency is a broken installation (exit 1), not a configuration error.
-        if ((e as { code?: unknown }).code === 'ERR_KUBENODE_UNSUPPORTED') {
-          err(`kubenode servicecidr-controller: ${(e as Error).message}\n`);
-          throw new CliExit(1);
-        }
-        fail((e as Error).message);
-      }
+      const loaded = daemonKubeConfig('servicecidr-controller', opts);
       const kubeConfig = loaded.kubeConfig;
       const registry = new (promClient().Registry)();
       const logger = daemonLogger('servicecidr-controller', opts, v);
