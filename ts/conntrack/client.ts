@@ -129,6 +129,28 @@ export function check<T extends NativeOutcome>(o: T): T {
 }
 
 /**
+ * Runs one batched per-flow operation of the handle (`delete`, or the test hook `create`):
+ * checks the JS shape of `flows`, crosses once, and throws the outcome's error.
+ */
+export async function flowBatch(
+  ct: Conntrack,
+  op: 'delete' | 'create',
+  family: IPFamily,
+  flows: Flow[],
+): Promise<Awaited<ReturnType<NativeConntrack['delete']>>> {
+  assertString('family', family);
+  if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
+  const nf = flows.map((f, i) => toNativeFlow(f, i));
+  let task: ReturnType<NativeConntrack['delete']>;
+  try {
+    task = handleOf(ct)[op](family, nf);
+  } catch (e) {
+    throw conntrackError(e);
+  }
+  return check(await task);
+}
+
+/**
  * The raw handle of an open `Conntrack` (throws ConntrackClosedError once closed). Internal:
  * `cleanStaleEntries` and the test hooks in `testing.ts` use it; the package does not export it.
  */
@@ -224,16 +246,7 @@ export class Conntrack {
 
   /** Deletes flows by exact original tuple + zone (guarded by `id`), batched. */
   async delete(family: IPFamily, flows: Flow[]): Promise<DeleteResult> {
-    assertString('family', family);
-    if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-    const nf = flows.map((f, i) => toNativeFlow(f, i));
-    let task: ReturnType<NativeConntrack['delete']>;
-    try {
-      task = handleOf(this).delete(family, nf);
-    } catch (e) {
-      throw conntrackError(e);
-    }
-    const o = check(await task);
+    const o = await flowBatch(this, 'delete', family, flows);
     return {
       deleted: o.ok + o.notFound,
       notFound: o.notFound,

@@ -1,8 +1,7 @@
 // Test and benchmark hooks on a Conntrack handle. Not part of the public API: the package's
 // entry points do not export this module; the repository's tests and benches import it directly.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { assertString, describe, KubenodeTypeError } from '../errors.js';
-import { type Conntrack, check, type Flow, handleOf, toNativeFlow } from './client.js';
+import { type Conntrack, type Flow, flowBatch, handleOf } from './client.js';
 import { conntrackError } from './errors.js';
 import type { IPFamily } from './tables.js';
 
@@ -20,16 +19,7 @@ export async function createEntries(
   family: IPFamily,
   flows: Flow[],
 ): Promise<{ created: number; failed: number; firstError?: string }> {
-  assertString('family', family);
-  if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
-  const nf = flows.map((f, i) => toNativeFlow(f, i));
-  let task: ReturnType<NativeConntrack['create']>;
-  try {
-    task = handleOf(ct).create(family, nf);
-  } catch (e) {
-    throw conntrackError(e);
-  }
-  const o = check(await task);
+  const o = await flowBatch(ct, 'create', family, flows);
   return {
     created: o.ok,
     failed: o.failed + o.notFound,
