@@ -315,39 +315,43 @@ mod tests {
             "kernel.sem",
         ])
         .unwrap();
-        for ok in [
-            "kernel.shm_rmid_forced",
-            "kernel/shm_rmid_forced",
-            "kernel.msgmax",
-            "kernel.sem",
-            "kernel.msgfoo",
+        // (name, hostNetwork, hostIPC)
+        for (ok, host_net, host_ipc) in [
+            ("kernel.shm_rmid_forced", false, false),
+            ("kernel/shm_rmid_forced", false, false),
+            ("kernel.msgmax", false, false),
+            ("kernel.sem", false, false),
+            ("kernel.msgfoo", false, false),
+            ("net.ipv4.ip_local_port_range", false, true),
+            ("kernel.shm_rmid_forced", true, false),
         ] {
-            assert!(w.validate_sysctl(ok, false, false).is_ok(), "{ok}");
+            assert!(w.validate_sysctl(ok, host_net, host_ipc).is_ok(), "{ok}");
         }
-        assert_eq!(
-            w.validate_sysctl("net.ipv4.ip_local_port_range", true, false)
-                .unwrap_err()
-                .message(),
-            r#"forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed with host Net enabled"#
-        );
-        assert!(w
-            .validate_sysctl("net.ipv4.ip_local_port_range", false, true)
-            .is_ok());
-        assert_eq!(
-            w.validate_sysctl("kernel/msgmax", false, true)
-                .unwrap_err()
-                .to_string(),
-            r#""kernel.msgmax" not allowed with host IPC enabled"#
-        );
-        assert_eq!(
-            w.validate_sysctl("net/core/somaxconn", false, false)
-                .unwrap_err()
-                .message(),
-            r#"forbidden sysctl: "net.core.somaxconn" not allowlisted"#
-        );
-        assert!(w
-            .validate_sysctl("kernel.shm_rmid_forced", true, false)
-            .is_ok());
+        for (name, host_net, host_ipc, want) in [
+            (
+                "net.ipv4.ip_local_port_range",
+                true,
+                false,
+                r#"forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed with host Net enabled"#,
+            ),
+            (
+                "kernel/msgmax",
+                false,
+                true,
+                r#"forbidden sysctl: "kernel.msgmax" not allowed with host IPC enabled"#,
+            ),
+            (
+                "net/core/somaxconn",
+                false,
+                false,
+                r#"forbidden sysctl: "net.core.somaxconn" not allowlisted"#,
+            ),
+        ] {
+            let e = w.validate_sysctl(name, host_net, host_ipc).unwrap_err();
+            assert_eq!(e.message(), want, "{name}");
+            // Display is the message without the "forbidden sysctl: " prefix.
+            assert_eq!(format!("forbidden sysctl: {e}"), want, "{name}");
+        }
         let first = w
             .admit(["kernel.sem", "a.b", "c.d"], false, false)
             .unwrap_err();
@@ -358,13 +362,14 @@ mod tests {
     #[test]
     fn exact_hides_prefixes_and_uts_user_never_host_checked() {
         let w = Allowlist::new(&["kernel.domainname", "user.*", "net.*"]).unwrap();
-        assert!(w.validate_sysctl("kernel.domainname", true, true).is_ok());
-        assert!(w
-            .validate_sysctl("user.max_net_namespaces", true, true)
-            .is_ok());
-        assert!(w
-            .validate_sysctl("net.core.somaxconn", true, false)
-            .is_err());
+        for (name, host_net, host_ipc, allowed) in [
+            ("kernel.domainname", true, true, true),
+            ("user.max_net_namespaces", true, true, true),
+            ("net.core.somaxconn", true, false, false),
+        ] {
+            let r = w.validate_sysctl(name, host_net, host_ipc);
+            assert_eq!(r.is_ok(), allowed, "{name}");
+        }
     }
 
     #[test]

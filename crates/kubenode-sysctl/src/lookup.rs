@@ -219,15 +219,25 @@ impl PrefixTable {
 mod tests {
     use super::*;
 
+    /// `n` generated net keys, then `extra`.
+    fn net_keys(
+        n: u32,
+        key: impl Fn(u32) -> String,
+        extra: &[(&str, Namespace)],
+    ) -> Vec<(String, Namespace)> {
+        (0..n)
+            .map(|i| (key(i), Namespace::Net))
+            .chain(extra.iter().map(|&(k, ns)| (k.to_string(), ns)))
+            .collect()
+    }
+
     #[test]
     fn exact_table_finds_every_key_and_nothing_else() {
-        let keys: Vec<(String, Namespace)> = (0..300)
-            .map(|i| (format!("net.ipv4.conf.eth{i}.rp_filter"), Namespace::Net))
-            .chain([
-                ("a".to_string(), Namespace::Ipc),
-                ("kernel.sem".into(), Namespace::Ipc),
-            ])
-            .collect();
+        let keys = net_keys(
+            300,
+            |i| format!("net.ipv4.conf.eth{i}.rp_filter"),
+            &[("a", Namespace::Ipc), ("kernel.sem", Namespace::Ipc)],
+        );
         let t = ExactTable::build(&keys);
         for (k, ns) in &keys {
             assert_eq!(t.get(k.as_bytes()), Some(*ns), "{k}");
@@ -272,13 +282,11 @@ mod tests {
     #[test]
     fn prefix_buckets_hold_more_than_65535_keys() {
         let n = 70_000;
-        let keys: Vec<(String, Namespace)> = (0..n)
-            .map(|i| (format!("net.a{i}."), Namespace::Net))
-            .chain([
-                ("kernel.msg".to_string(), Namespace::Ipc),
-                ("o.".to_string(), Namespace::Uts),
-            ])
-            .collect();
+        let keys = net_keys(
+            n,
+            |i| format!("net.a{i}."),
+            &[("kernel.msg", Namespace::Ipc), ("o.", Namespace::Uts)],
+        );
         let t = PrefixTable::build(&keys);
         assert_eq!(
             t.start[usize::from(b'n') + 1] - t.start[usize::from(b'n')],

@@ -165,27 +165,27 @@ mod tests {
             validate_sysctls(["kernel.shmmax", "kernel/shmmax"], P, false, false, false).is_empty()
         );
 
-        let e = validate_sysctls(
-            ["net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies"],
-            P,
-            true,
-            false,
-            false,
-        );
-        assert_eq!(e.len(), 2);
-        assert_eq!(
-            e[1].message(),
-            r#"spec.securityContext.sysctls[1].name: Invalid value: "net.ipv4.tcp_syncookies": may not be specified when 'hostNetwork' is true"#
-        );
-        let e = validate_sysctls(
-            ["kernel.shmmax", "kernel.shm_rmid_forced"],
-            P,
-            false,
-            true,
-            false,
-        );
-        assert_eq!(e.len(), 2);
-        assert_eq!(e[0].detail, "may not be specified when 'hostIPC' is true");
+        // Both names of each pair are in the host namespace the pod shares.
+        for (names, host_net, host_ipc, index, want) in [
+            (
+                ["net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies"],
+                true,
+                false,
+                1,
+                r#"spec.securityContext.sysctls[1].name: Invalid value: "net.ipv4.tcp_syncookies": may not be specified when 'hostNetwork' is true"#,
+            ),
+            (
+                ["kernel.shmmax", "kernel.shm_rmid_forced"],
+                false,
+                true,
+                0,
+                r#"spec.securityContext.sysctls[0].name: Invalid value: "kernel.shmmax": may not be specified when 'hostIPC' is true"#,
+            ),
+        ] {
+            let e = validate_sysctls(names, P, host_net, host_ipc, false);
+            assert_eq!(e.len(), 2, "{names:?}");
+            assert_eq!(e[index].message(), want);
+        }
         assert!(
             validate_sysctls(["net.ipv4.ip_local_port_range"], P, true, false, true).is_empty()
         );
