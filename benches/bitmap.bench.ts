@@ -1,6 +1,8 @@
 // Allocation bitmap: AllocateNext + Release cycles on a 65,536-slot map, empty and 99 % full,
-// for kubenode (Rust via JS), a plain TypeScript bitmap, and upstream Go's AllocationBitmap.
+// for kubenode (Rust via JS), two plain TypeScript bitmaps (straightforward and careful), upstream
+// Go's AllocationBitmap and the Rust core alone; and batches of 16/64/256 per slot from JS.
 import { bitmap } from '../ts/index.js';
+import { CarefulBitmap } from './lib/careful-bitmap.js';
 import {
   type BenchContext,
   comparisonTable,
@@ -55,13 +57,22 @@ function cycle(m: Allocator): () => void {
   };
 }
 
-/** Batches of `size`: reserve `size` slots, then release them, per slot of work. */
+/** Batches of `size`: reserve `size` slots into a reused array, then release them. */
 function batchCycle(m: bitmap.AllocationBitmap, size: number): () => void {
   const out = new Uint32Array(size);
   return () => {
     for (let k = 0; k < OPS; k += size) {
       if (m.allocateNextInto(out) !== size) throw new Error('map unexpectedly full');
       m.releaseMany(out);
+    }
+  };
+}
+
+/** The same batches through the array API: `allocateNext(n)` gives a fresh number[] each time. */
+function arrayBatchCycle(m: bitmap.AllocationBitmap, size: number): () => void {
+  return () => {
+    for (let k = 0; k < OPS; k += size) {
+      if (m.releaseMany(m.allocateNext(size)) !== size) throw new Error('map unexpectedly full');
     }
   };
 }
@@ -87,8 +98,16 @@ export async function run(ctx: BenchContext): Promise<string> {
     const scenario = `batch${size}-empty`;
     const mine = new bitmap.AllocationBitmap(SLOTS, 'user namespaces');
     rows.push(await measureJs(ctx, scenario, 'kubenode', batchCycle(mine, size), { opsPerCall: OPS }));
+    const arrays = new bitmap.AllocationBitmap(SLOTS, 'user namespaces');
+    rows.push(
+      await measureJs(ctx, scenario, 'kubenode-arrays', arrayBatchCycle(arrays, size), { opsPerCall: OPS }),
+    );
     const naive = new NaiveBitmap(SLOTS);
     rows.push(await measureJs(ctx, scenario, 'plain-ts', singlesCycle(naive, size), { opsPerCall: OPS }));
+    const careful = new CarefulBitmap(SLOTS);
+    rows.push(
+      await measureJs(ctx, scenario, 'plain-ts-careful', singlesCycle(careful, size), { opsPerCall: OPS }),
+    );
   }
   for (const [scenario, filled] of [
     ['alloc-release-99full', FULL],
@@ -98,6 +117,8 @@ export async function run(ctx: BenchContext): Promise<string> {
     rows.push(await measureJs(ctx, scenario, 'kubenode', cycle(mine), { opsPerCall: OPS }));
     const naive = prefill(new NaiveBitmap(SLOTS), filled);
     rows.push(await measureJs(ctx, scenario, 'plain-ts', cycle(naive), { opsPerCall: OPS }));
+    const careful = prefill(new CarefulBitmap(SLOTS), filled);
+    rows.push(await measureJs(ctx, scenario, 'plain-ts-careful', cycle(careful), { opsPerCall: OPS }));
   }
   // Long samples (tens of ms) on both sides, so a preempted timeslice moves a median less.
   const go = await runGoPeer(
@@ -122,20 +143,28 @@ export async function run(ctx: BenchContext): Promise<string> {
   rows.push(...core);
   rows.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.peer.localeCompare(b.peer));
 
-  const coreFull = speedup(rows, 'alloc-release-99full', 'go-upstream', 'kubenode-core');
-  const jsFull = speedup(rows, 'alloc-release-99full', 'go-upstream');
-  const mineFull = rows.find((r) => r.scenario === 'alloc-release-99full' && r.peer === 'kubenode');
-  const summary = [
-    `- 99 % full, per AllocateNext+Release: the Rust core is ${fmtRatio(coreFull)} faster than upstream Go's`,
-    `  AllocationBitmap (target ≥10×); through JavaScript it is ${fmtRatio(jsFull)} faster, at`,
-    `  ${fmtNs(mineFull?.medianNsPerOp ?? Number.NaN)} per cycle, i.e. two calls across the binding (target ≤1 µs per call).`,
-    `- Empty map: ${fmtRatio(speedup(rows, 'alloc-release-empty', 'go-upstream'))} vs upstream Go, ` +
-      `${fmtRatio(speedup(rows, 'alloc-release-empty', 'plain-ts'))} vs plain TypeScript.`,
-    ...BATCHES.map(
-      (size) =>
-        `- Batches of ${size} (allocateNextInto + releaseMany, per slot): ` +
-        `${fmtRatio(speedup(rows, `batch${size}-empty`, 'plain-ts'))} vs plain TypeScript's single calls (target ≥1.0×).`,
-    ),
-  ].join('\n');
-  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one call per operation; one call per batch in the \`batchN\` rows); \`kubenode-core\` is the Rust core\ntimed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap.\n`;
+  const met = (ratio: number, target: number) => (ratio >= target ? 'met' : 'not met');
+  const single = (['alloc-release-empty', 'alloc-release-99full'] as const).map((scenario) => {
+    const go = speedup(rows, scenario, 'go-upstream');
+    return (
+      `- ${scenario === 'alloc-release-empty' ? 'Empty' : '99 % full'}, one AllocateNext+Release from JS ` +
+      `(two calls): ${fmtNs(rows.find((r) => r.scenario === scenario && r.peer === 'kubenode')?.medianNsPerOp ?? Number.NaN)}, ` +
+      `${fmtRatio(go)} vs upstream Go (target ≥2×: ${met(go, 2)}), ` +
+      `${fmtRatio(speedup(rows, scenario, 'plain-ts'))} vs plain TypeScript, ` +
+      `${fmtRatio(speedup(rows, scenario, 'plain-ts-careful'))} vs careful plain TypeScript; ` +
+      `the Rust core alone is ${fmtRatio(speedup(rows, scenario, 'go-upstream', 'kubenode-core'))} faster than upstream Go.`
+    );
+  });
+  const batches = BATCHES.map((size) => {
+    const scenario = `batch${size}-empty`;
+    const plain = speedup(rows, scenario, 'plain-ts');
+    const careful = speedup(rows, scenario, 'plain-ts-careful');
+    return (
+      `- Batches of ${size}, per slot: allocateNextInto + releaseMany ${fmtRatio(plain)} vs plain TypeScript's ` +
+      `single calls (target ≥1.0×: ${met(plain, 1)}), ${fmtRatio(careful)} vs careful plain TypeScript (${met(careful, 1)}); ` +
+      `allocateNext(n) + releaseMany(number[]) ${fmtRatio(speedup(rows, scenario, 'plain-ts', 'kubenode-arrays'))} vs plain TypeScript.`
+    );
+  });
+  const summary = [...single, ...batches].join('\n');
+  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one staged call per operation; one per batch in the \`batchN\`\nrows, into a reused Uint32Array); \`kubenode-arrays\` batches through \`allocateNext(n)\`, which returns a new number[]; \`kubenode-core\` is\nthe Rust core timed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap\n(benches/lib/naive-bitmap.ts); \`plain-ts-careful\` scans a word at a time (benches/lib/careful-bitmap.ts).\n`;
 }
