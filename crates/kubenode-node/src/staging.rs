@@ -102,7 +102,7 @@ pub struct Registry<T> {
     free: RefCell<Vec<u32>>,
 }
 
-impl<T: Clone> Registry<T> {
+impl<T> Registry<T> {
     pub const fn new() -> Self {
         Self {
             slots: RefCell::new(Vec::new()),
@@ -134,9 +134,16 @@ impl<T: Clone> Registry<T> {
         }
     }
 
-    /// The object in `slot`, if any.
+    /// Runs `f` on the object in `slot`, or returns `fail` when there is none (or the registry
+    /// is being changed, which `f` itself could only do by a bug).
     #[inline]
-    pub fn get(&self, slot: u32) -> Option<T> {
-        self.slots.borrow().get(slot as usize).cloned().flatten()
+    pub fn with<R>(&self, slot: u32, fail: R, f: impl FnOnce(&T) -> R) -> R {
+        let Ok(slots) = self.slots.try_borrow() else {
+            return fail;
+        };
+        match slots.get(slot as usize) {
+            Some(Some(value)) => f(value),
+            _ => fail,
+        }
     }
 }

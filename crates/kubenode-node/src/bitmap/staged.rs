@@ -60,13 +60,13 @@ fn with_map<R>(fail: R, f: impl FnOnce(&[AtomicU32; LEN], &mut Core) -> R) -> R 
         return fail;
     };
     words[2].store(words[2].load(Relaxed).wrapping_add(1), Relaxed);
-    let Some(map) = MAPS.with(|m| m.get(words[0].load(Relaxed))) else {
-        return fail;
-    };
-    let Ok(mut core) = map.try_borrow_mut() else {
-        return fail;
-    };
-    f(words, &mut core)
+    MAPS.with(|maps| {
+        maps.with(words[0].load(Relaxed), None, |map| {
+            let mut core = map.try_borrow_mut().ok()?;
+            Some(f(words, &mut core))
+        })
+    })
+    .unwrap_or(fail)
 }
 
 /// The staged batch size, when it fits `limit` data items.
