@@ -122,20 +122,32 @@ export function releaseMany(slot: number, slots: Uint32Array): number {
 }
 
 /**
- * `releaseMany` of JS numbers: each is checked (`assertInteger`, throwing before anything is
- * released) as it is staged; how many were taken, or -1 when not staged.
+ * `releaseMany` of JS numbers: how many were taken, or -1 when not staged. Offsets that are all
+ * u32 (the usual case: slots from `allocateNext`) are staged as u32; otherwise every value is
+ * checked (`assertInteger`, throwing before anything is released) and staged as a number.
  */
 export function releaseManyNumbers(slot: number, slots: readonly number[]): number {
   const s = stage;
   const n = slots.length;
-  if (s === null || n > s.capacity / 2) return -1;
+  if (s === null || n > s.capacity) return -1;
   const w = s.words;
-  const v = s.numbers;
   const generation = w[GENERATION];
-  for (let j = 0; j < n; j++) v[HEADER / 2 + j] = assertInteger('offset', slots[j]);
+  let j = 0;
+  for (; j < n; j++) {
+    const i = slots[j] as number;
+    // True only for an integer in [0, 2^32): anything else (even a non-number) is checked below.
+    if (i >>> 0 !== i) break;
+    w[HEADER + j] = i;
+  }
+  let call = s.releaseMany;
+  if (j < n) {
+    if (n > s.capacity / 2) return -1;
+    for (let k = 0; k < n; k++) s.numbers[HEADER / 2 + k] = assertInteger('offset', slots[k]);
+    call = s.releaseManyNumbers;
+  }
   if (w[GENERATION] !== generation) return -1;
   w[SLOT] = slot;
   w[COUNT] = n;
-  const r = s.releaseManyNumbers();
+  const r = call();
   return r === STAGED_ERROR ? -1 : r;
 }
