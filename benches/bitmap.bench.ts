@@ -2,6 +2,7 @@
 // for kubenode (Rust via JS), two plain TypeScript bitmaps (straightforward and careful), upstream
 // Go's AllocationBitmap and the Rust core alone; and batches of 16/64/256 per slot from JS.
 import { bitmap } from '../ts/index.js';
+import { native } from '../ts/native.js';
 import { CarefulBitmap } from './lib/careful-bitmap.js';
 import {
   type BenchContext,
@@ -21,6 +22,8 @@ const FULL = Math.floor((SLOTS * 99) / 100);
 const OPS = 1024;
 /** Batch sizes for allocateNextInto + releaseMany (each divides OPS). */
 const BATCHES = [16, 64, 256] as const;
+/** Rounds of every row; each row reports the median of its per-round medians. */
+const ROUNDS = 3;
 
 interface Allocator {
   allocate(i: number): boolean;
@@ -92,39 +95,37 @@ function singlesCycle(m: Allocator, size: number): () => void {
   };
 }
 
-export async function run(ctx: BenchContext): Promise<string> {
+/** One round: every row once, JS first, then the Go peer and the Rust core. */
+async function round(ctx: BenchContext, samples: number): Promise<Measurement[]> {
   const rows: Measurement[] = [];
+  const js = { opsPerCall: OPS, timeMs: ctx.quick ? 100 : 700 };
   for (const size of BATCHES) {
     const scenario = `batch${size}-empty`;
     const mine = new bitmap.AllocationBitmap(SLOTS, 'user namespaces');
-    rows.push(await measureJs(ctx, scenario, 'kubenode', batchCycle(mine, size), { opsPerCall: OPS }));
+    rows.push(await measureJs(ctx, scenario, 'kubenode', batchCycle(mine, size), js));
     const arrays = new bitmap.AllocationBitmap(SLOTS, 'user namespaces');
-    rows.push(
-      await measureJs(ctx, scenario, 'kubenode-arrays', arrayBatchCycle(arrays, size), { opsPerCall: OPS }),
-    );
+    rows.push(await measureJs(ctx, scenario, 'kubenode-arrays', arrayBatchCycle(arrays, size), js));
     const naive = new NaiveBitmap(SLOTS);
-    rows.push(await measureJs(ctx, scenario, 'plain-ts', singlesCycle(naive, size), { opsPerCall: OPS }));
+    rows.push(await measureJs(ctx, scenario, 'plain-ts', singlesCycle(naive, size), js));
     const careful = new CarefulBitmap(SLOTS);
-    rows.push(
-      await measureJs(ctx, scenario, 'plain-ts-careful', singlesCycle(careful, size), { opsPerCall: OPS }),
-    );
+    rows.push(await measureJs(ctx, scenario, 'plain-ts-careful', singlesCycle(careful, size), js));
   }
   for (const [scenario, filled] of [
     ['alloc-release-99full', FULL],
     ['alloc-release-empty', 0],
   ] as const) {
     const mine = prefill(new bitmap.AllocationBitmap(SLOTS, 'user namespaces'), filled);
-    rows.push(await measureJs(ctx, scenario, 'kubenode', cycle(mine), { opsPerCall: OPS }));
+    rows.push(await measureJs(ctx, scenario, 'kubenode', cycle(mine), js));
     const naive = prefill(new NaiveBitmap(SLOTS), filled);
-    rows.push(await measureJs(ctx, scenario, 'plain-ts', cycle(naive), { opsPerCall: OPS }));
+    rows.push(await measureJs(ctx, scenario, 'plain-ts', cycle(naive), js));
     const careful = prefill(new CarefulBitmap(SLOTS), filled);
-    rows.push(await measureJs(ctx, scenario, 'plain-ts-careful', cycle(careful), { opsPerCall: OPS }));
+    rows.push(await measureJs(ctx, scenario, 'plain-ts-careful', cycle(careful), js));
   }
   // Long samples (tens of ms) on both sides, so a preempted timeslice moves a median less.
   const go = await runGoPeer(
     ctx,
     'bitmap-bench',
-    ctx.quick ? ['-iters', '2000', '-samples', '3'] : ['-iters', '200000', '-samples', '21'],
+    ctx.quick ? ['-iters', '2000', '-samples', '3'] : ['-iters', '200000', '-samples', String(samples)],
   );
   rows.push(...go);
   // The Rust core alone, timed like the Go peer: core against core, without the JS crossing.
@@ -138,9 +139,37 @@ export async function run(ctx: BenchContext): Promise<string> {
     '--example',
     'bench_json',
     '--',
-    ...(ctx.quick ? ['2000', '3'] : ['2000000', '21']),
+    ...(ctx.quick ? ['2000', '3'] : ['2000000', String(samples)]),
   ]);
   rows.push(...core);
+  return rows;
+}
+
+/** Per row, the median over rounds of each round's median (and quartiles); samples add up. */
+function mergeRounds(rounds: Measurement[][]): Measurement[] {
+  const median = (xs: (number | undefined)[]) => {
+    const s = xs.filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+    return s.length ? (s[(s.length - 1) >> 1] as number) : undefined;
+  };
+  const first = rounds[0] ?? [];
+  return first.map((row) => {
+    const same = rounds.flatMap((r) => r.filter((m) => m.scenario === row.scenario && m.peer === row.peer));
+    return {
+      ...row,
+      medianNsPerOp: median(same.map((m) => m.medianNsPerOp)) ?? Number.NaN,
+      p25NsPerOp: median(same.map((m) => m.p25NsPerOp)),
+      p75NsPerOp: median(same.map((m) => m.p75NsPerOp)),
+      samples: same.reduce((n, m) => n + m.samples, 0),
+    };
+  });
+}
+
+export async function run(ctx: BenchContext): Promise<string> {
+  // Rounds interleave the peers over time, so load from other processes on a shared machine
+  // falls on all of them alike rather than on whichever ran during a burst.
+  const rounds: Measurement[][] = [];
+  for (let r = 0; r < (ctx.quick ? 1 : ROUNDS); r++) rounds.push(await round(ctx, 7));
+  const rows = mergeRounds(rounds);
   rows.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.peer.localeCompare(b.peer));
 
   const met = (ratio: number, target: number) => (ratio >= target ? 'met' : 'not met');
@@ -165,6 +194,28 @@ export async function run(ctx: BenchContext): Promise<string> {
       `allocateNext(n) + releaseMany(number[]) ${fmtRatio(speedup(rows, scenario, 'plain-ts', 'kubenode-arrays'))} vs plain TypeScript.`
     );
   });
-  const summary = [...single, ...batches].join('\n');
-  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one staged call per operation; one per batch in the \`batchN\`\nrows, into a reused Uint32Array); \`kubenode-arrays\` batches through \`allocateNext(n)\`, which returns a new number[]; \`kubenode-core\` is\nthe Rust core timed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap\n(benches/lib/naive-bitmap.ts); \`plain-ts-careful\` scans a word at a time (benches/lib/careful-bitmap.ts).\n`;
+  // Why a batch of 16 wins or loses: what a batch costs beyond its slots, against the floor of
+  // an argument-free napi call measured now.
+  const staged = native.bitmapStagedCapacity;
+  const floor = await measureJs(
+    ctx,
+    'zero-argument-call',
+    'napi-floor',
+    () => {
+      let n = 0;
+      for (let k = 0; k < OPS; k++) n += staged();
+      return n;
+    },
+    { opsPerCall: OPS, timeMs: ctx.quick ? 100 : 700 },
+  );
+  const perSlot = (size: number, peer = 'kubenode') =>
+    rows.find((r) => r.scenario === `batch${size}-empty` && r.peer === peer)?.medianNsPerOp ?? Number.NaN;
+  const fixed = (perSlot(16) - perSlot(256)) * 16;
+  const why =
+    `- What a batch costs beyond its slots: ≈${fmtNs(fixed)} per batch (16 × (batch16 − batch256 per slot)), ` +
+    `two staged calls of which an argument-free napi call alone is ${fmtNs(floor.medianNsPerOp)}; ` +
+    `≈${fmtNs(fixed / 16)} per slot at 16. Each slot then costs ≈${fmtNs(perSlot(256))} (the batch-256 row) against ` +
+    `${fmtNs(perSlot(16, 'plain-ts'))} for plain TypeScript's whole cycle, which on an empty map is one random bit probe.`;
+  const summary = [...single, ...batches, why].join('\n');
+  return `${comparisonTable(rows)}\n\n${summary}\n\n\`kubenode\` is the Rust core called from JavaScript (one staged call per operation; one per batch in the \`batchN\`\nrows, into a reused Uint32Array); \`kubenode-arrays\` batches through \`allocateNext(n)\`, which returns a new number[]; \`kubenode-core\` is\nthe Rust core timed in Rust the way the Go peer times upstream; \`plain-ts\` is a straightforward TypeScript bitmap\n(benches/lib/naive-bitmap.ts); \`plain-ts-careful\` scans a word at a time (benches/lib/careful-bitmap.ts).\nEach row is the median of ${ROUNDS} rounds' medians; a round runs every row once, JS rows first.\n`;
 }
