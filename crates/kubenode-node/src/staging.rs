@@ -112,8 +112,12 @@ impl<T> Registry<T> {
 
     /// Registers `value` and returns its slot. `what` names the objects in the error.
     pub fn register(&self, value: T, what: &str) -> Result<u32> {
-        let mut slots = self.slots.borrow_mut();
-        if let Some(i) = self.free.borrow_mut().pop() {
+        // Nothing registers or frees while `with` lends an object (no JS runs then), so the
+        // borrows below cannot fail; were one ever to, it is an error, not a panic.
+        let busy = || err(Code::Conflict, format!("the registry of {what} is in use"));
+        let mut slots = self.slots.try_borrow_mut().map_err(|_| busy())?;
+        let mut free = self.free.try_borrow_mut().map_err(|_| busy())?;
+        if let Some(i) = free.pop() {
             if let Some(slot) = slots.get_mut(i as usize) {
                 *slot = Some(value);
                 return Ok(i);
@@ -125,11 +129,17 @@ impl<T> Registry<T> {
         Ok(i)
     }
 
-    /// Frees `slot` (its object was finalized).
+    /// Frees `slot` (its object was finalized). A busy registry, never expected, keeps the
+    /// slot: a leak rather than a panic.
     pub fn unregister(&self, slot: u32) {
-        if let Some(entry) = self.slots.borrow_mut().get_mut(slot as usize) {
+        let (Ok(mut slots), Ok(mut free)) =
+            (self.slots.try_borrow_mut(), self.free.try_borrow_mut())
+        else {
+            return;
+        };
+        if let Some(entry) = slots.get_mut(slot as usize) {
             if entry.take().is_some() {
-                self.free.borrow_mut().push(slot);
+                free.push(slot);
             }
         }
     }
