@@ -2,6 +2,8 @@
 
 export declare class AllocationBitmap {
   constructor(max: number, rangeSpec: string, options?: BitmapOptions | undefined | null)
+  /** This map's number in the thread's registry, which staged calls name it by. */
+  get slot(): number
   get max(): number
   get rangeSpec(): string
   allocate(i: number): boolean
@@ -163,6 +165,41 @@ export interface BitmapSnapshot {
   range: string
   data: Buffer
 }
+
+/** `allocateNext()`: the slot taken, -1 when the map is full. */
+export declare function bitmapStagedAllocateNext(): number
+
+/** Fills `count` data words by consecutive allocateNext calls; returns how many were taken. */
+export declare function bitmapStagedAllocateNextMany(): number
+
+/**
+ * Data words of the staging area: the largest staged batch of slots (offsets as numbers take
+ * two words each).
+ */
+export declare function bitmapStagedCapacity(): number
+
+/**
+ * `release(offset)`, the offset (a JS number) staged as `Float64Array` item 2: 1 when it was
+ * taken, else 0.
+ */
+export declare function bitmapStagedRelease(): number
+
+/** Releases the `count` slots staged as u32 data words; returns how many were taken. */
+export declare function bitmapStagedReleaseMany(): number
+
+/**
+ * Releases the `count` offsets staged as JS numbers (`Float64Array` from item 2), all checked
+ * before any is released; returns how many were taken.
+ */
+export declare function bitmapStagedReleaseManyNumbers(): number
+
+/**
+ * This thread's staging area for the `bitmapStaged*` calls (one per JS environment; the same
+ * buffer on every call): u32 words `[slot, count, generation, 0, data…]`, the data also
+ * readable as `Float64Array` from index 2. Throws `ERR_KUBENODE_UNSUPPORTED` where external
+ * buffers are not allowed.
+ */
+export declare function bitmapStagingBuffer(): ArrayBuffer
 
 export interface ConntrackBatchOutcome {
   requested: number

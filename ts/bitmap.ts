@@ -1,7 +1,9 @@
 // Allocation bitmap with upstream Kubernetes AllocationBitmap semantics
 // (pkg/registry/core/service/allocator). State and search live in Rust; this class checks
-// arguments and maps errors, one native call per operation.
+// arguments and maps errors, one native call per operation. The hot operations are staged
+// (./bitmap-stage.ts): zero-argument native calls, falling back to the class methods.
 import type { AllocationBitmap as NativeBitmap } from './binding.js';
+import * as staged from './bitmap-stage.js';
 import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
 import { native } from './native.js';
 
@@ -43,6 +45,8 @@ export const MAX_SLOTS = 2 ** 32;
  */
 export class AllocationBitmap {
   readonly #n: NativeBitmap;
+  /** This map's number in the binding's registry, which staged calls name it by. */
+  readonly #slot: number;
 
   constructor(max: number, rangeSpec: string, options: AllocationBitmapOptions = {}) {
     assertInteger('max', max, 0, MAX_SLOTS);
@@ -56,6 +60,8 @@ export class AllocationBitmap {
     if (offset !== undefined) assertInteger('offset', offset, 0, MAX_SLOTS);
     if (seed !== undefined) assertInteger('seed', seed);
     this.#n = callNative(() => new native.AllocationBitmap(max, rangeSpec, { strategy, offset, seed }));
+    this.#slot = this.#n.slot;
+    staged.loadStage();
   }
 
   /** Number of slots. */
@@ -85,8 +91,13 @@ export class AllocationBitmap {
    */
   allocateNext(n: number): number[];
   allocateNext(n?: number): number | null | number[] {
-    if (n === undefined) return callNative(() => this.#n.allocateNext());
+    if (n === undefined) {
+      const r = staged.allocateNext(this.#slot);
+      return r !== undefined ? r : callNative(() => this.#n.allocateNext());
+    }
     assertInteger('n', n, 0, MAX_SLOTS);
+    const many = staged.allocateNextMany(this.#slot, n);
+    if (many !== undefined) return many;
     const out = new Uint32Array(Math.min(n, this.#n.max));
     return Array.from(
       out.subarray(
@@ -103,13 +114,16 @@ export class AllocationBitmap {
    */
   allocateNextInto(out: Uint32Array): number {
     if (!(out instanceof Uint32Array)) throw new KubenodeTypeError('out must be a Uint32Array');
+    // Only a real typed array: writing results into a proxy could run code mid-copy.
+    const k = ArrayBuffer.isView(out) ? staged.allocateNextInto(this.#slot, out) : -1;
+    if (k >= 0) return k;
     return callNative(() => this.#n.allocateNextInto(out));
   }
 
   /** Frees slot `i`; releasing a free or out-of-range slot is a no-op, as upstream. */
   release(i: number): void {
     assertInteger('offset', i);
-    this.#n.release(i);
+    if (!staged.release(this.#slot, i)) this.#n.release(i);
   }
 
   /**
@@ -117,9 +131,15 @@ export class AllocationBitmap {
    * taken before. A non-integer or negative value throws before anything is released.
    */
   releaseMany(slots: Uint32Array | readonly number[]): number {
-    if (slots instanceof Uint32Array) return this.#n.releaseMany(slots);
+    if (slots instanceof Uint32Array) {
+      const r = staged.releaseMany(this.#slot, slots);
+      // Not staged: a large batch, or a proxy (copied, since the binding takes only real arrays).
+      return r >= 0 ? r : this.#n.releaseMany(ArrayBuffer.isView(slots) ? slots : Uint32Array.from(slots));
+    }
     if (!Array.isArray(slots))
       throw new KubenodeTypeError('slots must be a Uint32Array or an array of numbers');
+    const r = staged.releaseManyNumbers(this.#slot, slots);
+    if (r >= 0) return r;
     for (const i of slots) assertInteger('offset', i);
     return callNative(() => this.#n.releaseManyNumbers(Float64Array.from(slots)));
   }

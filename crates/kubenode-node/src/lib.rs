@@ -9,5 +9,6 @@ mod conntrack;
 mod convert;
 mod errors;
 mod servicecidr;
+mod staging;
 mod sysctl;
 mod userns;

@@ -1,9 +1,14 @@
 use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, SplitMix64, Strategy};
 use napi::bindgen_prelude::{Buffer, Uint32ArraySlice};
+use napi::Env;
 use napi_derive::napi;
+use std::cell::{Ref, RefCell, RefMut};
+use std::rc::Rc;
 
 use crate::convert;
 use crate::errors::{err, Code, Error, Result};
+
+mod staged;
 
 fn to_js(e: BitmapError) -> Error {
     let code = match e {
@@ -35,7 +40,31 @@ pub struct BitmapSnapshot {
 
 #[napi(js_name = "AllocationBitmap")]
 pub struct JsAllocationBitmap {
-    inner: Core,
+    /// Shared with this thread's slot registry, which the staged calls read.
+    map: staged::Shared,
+    slot: u32,
+}
+
+impl Drop for JsAllocationBitmap {
+    fn drop(&mut self) {
+        staged::unregister(self.slot);
+    }
+}
+
+/// Only a staged call can hold the map, and none runs during a method call: a failed borrow
+/// would be a binding bug, reported as an error rather than a panic.
+fn busy() -> Error {
+    err(Code::Conflict, "the allocation bitmap is in use")
+}
+
+impl JsAllocationBitmap {
+    fn inner(&self) -> Result<Ref<'_, Core>> {
+        self.map.try_borrow().map_err(|_| busy())
+    }
+
+    fn inner_mut(&self) -> Result<RefMut<'_, Core>> {
+        self.map.try_borrow_mut().map_err(|_| busy())
+    }
 }
 
 #[napi]
@@ -70,74 +99,87 @@ impl JsAllocationBitmap {
             Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
             None => SplitMix64::from_entropy(),
         };
-        let inner = Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?;
-        Ok(Self { inner })
+        let map = Rc::new(RefCell::new(
+            Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?,
+        ));
+        let slot = staged::register(Rc::clone(&map))?;
+        Ok(Self { map, slot })
+    }
+
+    /// This map's number in the thread's registry, which staged calls name it by.
+    #[napi(getter)]
+    pub fn slot(&self) -> u32 {
+        self.slot
     }
 
     #[napi(getter)]
-    pub fn max(&self) -> f64 {
-        self.inner.max() as f64
+    pub fn max(&self) -> Result<f64> {
+        Ok(self.inner()?.max() as f64)
     }
 
     #[napi(getter)]
-    pub fn range_spec(&self) -> String {
-        self.inner.range_spec().to_string()
+    pub fn range_spec(&self) -> Result<String> {
+        Ok(self.inner()?.range_spec().to_string())
     }
 
     #[napi]
     pub fn allocate(&mut self, i: f64) -> Result<bool> {
         let i = convert::integer("offset", i)?;
-        self.inner.allocate(i).map_err(to_js)
+        self.inner_mut()?.allocate(i).map_err(to_js)
     }
 
     #[napi]
     pub fn allocate_next(&mut self) -> Result<Option<f64>> {
-        Ok(self.inner.allocate_next().map_err(to_js)?.map(|i| i as f64))
+        Ok(self
+            .inner_mut()?
+            .allocate_next()
+            .map_err(to_js)?
+            .map(|i| i as f64))
     }
 
     #[napi]
     pub fn release(&mut self, i: f64) -> Result<()> {
         let i = convert::index("offset", i, u64::MAX >> 11)?;
-        self.inner.release(i as usize);
+        self.inner_mut()?.release(i as usize);
         Ok(())
     }
 
     #[napi]
     pub fn has(&self, i: f64) -> Result<bool> {
         let i = convert::index("offset", i, u64::MAX >> 11)?;
-        Ok(self.inner.has(i as usize))
+        Ok(self.inner()?.has(i as usize))
     }
 
     #[napi]
-    pub fn free(&self) -> f64 {
-        self.inner.free() as f64
+    pub fn free(&self) -> Result<f64> {
+        Ok(self.inner()?.free() as f64)
     }
 
     #[napi]
-    pub fn count(&self) -> f64 {
-        self.inner.count() as f64
+    pub fn count(&self) -> Result<f64> {
+        Ok(self.inner()?.count() as f64)
     }
 
     /// All set slots, ascending, in one crossing. There is deliberately no native `forEach`: a
     /// callback into JS while an iterator borrows the map could mutate (or `restore`) it under
     /// the iterator; `ts/bitmap.ts` builds `forEach` on this array instead.
     #[napi]
-    pub fn to_array(&self) -> Vec<f64> {
-        self.inner.iter().map(|i| i as f64).collect()
+    pub fn to_array(&self) -> Result<Vec<f64>> {
+        Ok(self.inner()?.iter().map(|i| i as f64).collect())
     }
 
     #[napi]
-    pub fn snapshot(&self) -> BitmapSnapshot {
-        let (range, data) = self.inner.snapshot();
-        BitmapSnapshot {
+    pub fn snapshot(&self) -> Result<BitmapSnapshot> {
+        let (range, data) = self.inner()?.snapshot();
+        Ok(BitmapSnapshot {
             range,
             data: data.into(),
-        }
+        })
     }
 
     #[napi]
     pub fn restore(&mut self, range: String, data: &[u8]) -> Result<()> {
-        self.inner.restore(&range, data).map_err(to_js)
+        self.inner_mut()?.restore(&range, data).map_err(to_js)
     }
 }
 
@@ -152,13 +194,15 @@ impl JsAllocationBitmap {
     pub fn allocate_next_into(&mut self, mut out: Uint32ArraySlice<'_>) -> Result<u32> {
         // SAFETY: JS is blocked for the whole call, so nothing else touches the array's memory.
         let out = unsafe { out.as_mut() };
-        Ok(self.inner.allocate_next_into(out).map_err(to_js)? as u32)
+        Ok(self.inner_mut()?.allocate_next_into(out).map_err(to_js)? as u32)
     }
 
     /// Releases every slot; returns how many were taken before.
     #[napi]
-    pub fn release_many(&mut self, slots: &[u32]) -> u32 {
-        self.inner.release_many(slots.iter().map(|&i| i as usize)) as u32
+    pub fn release_many(&mut self, slots: &[u32]) -> Result<u32> {
+        Ok(self
+            .inner_mut()?
+            .release_many(slots.iter().map(|&i| i as usize)) as u32)
     }
 
     /// `release_many` for JS numbers: every value is checked before any slot is released, so a
@@ -168,6 +212,61 @@ impl JsAllocationBitmap {
         for &i in slots {
             convert::index("offset", i, u64::MAX >> 11)?;
         }
-        Ok(self.inner.release_many(slots.iter().map(|&i| i as usize)) as u32)
+        Ok(self
+            .inner_mut()?
+            .release_many(slots.iter().map(|&i| i as usize)) as u32)
     }
+}
+
+/// This thread's staging area for the `bitmapStaged*` calls (one per JS environment; the same
+/// buffer on every call): u32 words `[slot, count, generation, 0, data…]`, the data also
+/// readable as `Float64Array` from index 2. Throws `ERR_KUBENODE_UNSUPPORTED` where external
+/// buffers are not allowed.
+#[napi(ts_return_type = "ArrayBuffer")]
+pub fn bitmap_staging_buffer(env: Env) -> Result<napi::Unknown<'static>> {
+    staged::staging_buffer(&env)
+}
+
+/// Data words of the staging area: the largest staged batch of slots (offsets as numbers take
+/// two words each).
+#[napi]
+pub fn bitmap_staged_capacity() -> u32 {
+    staged::DATA as u32
+}
+
+// The staged calls take no arguments, which is what makes them cheap: the map is the one in
+// the staged slot. Each returns 0xFFFFFFFF (-2 for `bitmapStagedAllocateNext`) when the staged
+// words are unusable or the map errs; the caller then repeats the operation through the class
+// method, which throws the typed error.
+
+/// `allocateNext()`: the slot taken, -1 when the map is full.
+#[napi]
+pub fn bitmap_staged_allocate_next() -> f64 {
+    staged::allocate_next()
+}
+
+/// `release(offset)`, the offset (a JS number) staged as `Float64Array` item 2: 1 when it was
+/// taken, else 0.
+#[napi]
+pub fn bitmap_staged_release() -> u32 {
+    staged::release()
+}
+
+/// Fills `count` data words by consecutive allocateNext calls; returns how many were taken.
+#[napi]
+pub fn bitmap_staged_allocate_next_many() -> u32 {
+    staged::allocate_next_many()
+}
+
+/// Releases the `count` slots staged as u32 data words; returns how many were taken.
+#[napi]
+pub fn bitmap_staged_release_many() -> u32 {
+    staged::release_many()
+}
+
+/// Releases the `count` offsets staged as JS numbers (`Float64Array` from item 2), all checked
+/// before any is released; returns how many were taken.
+#[napi]
+pub fn bitmap_staged_release_many_numbers() -> u32 {
+    staged::release_many_numbers()
 }

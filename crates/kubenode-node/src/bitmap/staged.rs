@@ -1,0 +1,151 @@
+//! Staged bitmap calls. A class-method call costs `napi_get_cb_info`, an unwrap of `this` and
+//! argument conversion, several times the work of an AllocateNext on an empty map; a napi
+//! function with no arguments skips all of that. So JS writes the map's slot number and the
+//! arguments into a staging area shared with Rust (see `crate::staging`) and calls a
+//! zero-argument function, which writes batch results back into the same area.
+//!
+//! Layout (u32 words): `[slot, count, generation, 0, data…]`; the data starts at byte 16, so
+//! JS can view it as `Float64Array` too (offsets as JS numbers, which may exceed 2^32).
+//! Every staged call bumps `generation`: JS checks it after filling the data from a caller's
+//! array (whose element reads could run code that makes staged calls of its own).
+
+use kubenode_bitmap::AllocationBitmap as Core;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use crate::convert;
+use crate::staging::{Registry, Staging};
+
+/// Words before the data: slot, count, generation, padding.
+pub const HEADER: usize = 4;
+/// Data words: 1024 slots or 512 offsets per staged batch; larger batches take the array calls.
+pub const DATA: usize = 1024;
+const LEN: usize = HEADER + DATA;
+/// Returned by the u32 calls when the staged words are unusable (no staging area, unknown
+/// slot, count over capacity, an offset that is not a valid index) or the map errs: JS then
+/// repeats the operation through the class method, which throws the typed error. Never a
+/// valid count (counts are at most `DATA`).
+pub const STAGED_ERROR: u32 = u32::MAX;
+/// `allocate_next_staged`: the map is full.
+pub const FULL: f64 = -1.0;
+/// `allocate_next_staged`: as `STAGED_ERROR`.
+pub const ERROR: f64 = -2.0;
+
+/// A map as the class wrapper and the staged calls share it.
+pub type Shared = Rc<RefCell<Core>>;
+
+thread_local! {
+    static STAGE: Staging<LEN> = const { Staging::new() };
+    static MAPS: Registry<Shared> = const { Registry::new() };
+}
+
+pub fn register(map: Shared) -> crate::errors::Result<u32> {
+    MAPS.with(|m| m.register(map, "allocation bitmaps"))
+}
+
+/// Frees `slot` (its map was finalized). A no-op during thread teardown.
+pub fn unregister(slot: u32) {
+    let _ = MAPS.try_with(|m| m.unregister(slot));
+}
+
+pub fn staging_buffer(env: &napi::Env) -> crate::errors::Result<napi::Unknown<'static>> {
+    STAGE.with(|s| s.buffer(env, "bitmap staging buffer"))
+}
+
+/// Runs `f` on the staged words and the map in the staged slot; `fail` when there is none.
+#[inline]
+fn with_map<R>(fail: R, f: impl FnOnce(&[AtomicU32; LEN], &mut Core) -> R) -> R {
+    let Some(words) = STAGE.with(|s| s.words()) else {
+        return fail;
+    };
+    words[2].store(words[2].load(Relaxed).wrapping_add(1), Relaxed);
+    MAPS.with(|maps| {
+        maps.with(words[0].load(Relaxed), None, |map| {
+            let mut core = map.try_borrow_mut().ok()?;
+            Some(f(words, &mut core))
+        })
+    })
+    .unwrap_or(fail)
+}
+
+/// The staged batch size, when it fits `limit` data items.
+#[inline]
+fn count(words: &[AtomicU32; LEN], limit: usize) -> Option<usize> {
+    let n = words[1].load(Relaxed) as usize;
+    (n <= limit).then_some(n)
+}
+
+/// Data item `k` read as a JS number that must be a valid offset (the rule of `release`).
+#[inline]
+fn offset(words: &[AtomicU32; LEN], k: usize) -> Option<usize> {
+    let lo = words.get(HEADER + 2 * k)?.load(Relaxed).to_ne_bytes();
+    let hi = words.get(HEADER + 2 * k + 1)?.load(Relaxed).to_ne_bytes();
+    let v = f64::from_ne_bytes([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]);
+    convert::index("offset", v, u64::MAX >> 11)
+        .ok()
+        .map(|i| i as usize)
+}
+
+/// `allocateNext()`: the slot taken, `FULL`, or `ERROR`.
+pub fn allocate_next() -> f64 {
+    with_map(ERROR, |_, core| match core.allocate_next() {
+        Ok(Some(i)) => i as f64,
+        Ok(None) => FULL,
+        Err(_) => ERROR,
+    })
+}
+
+/// `release(offset)` with the offset as data item 0 (a JS number): 1 if it was taken, else 0.
+pub fn release() -> u32 {
+    with_map(STAGED_ERROR, |words, core| match offset(words, 0) {
+        Some(i) => core.release(i) as u32,
+        None => STAGED_ERROR,
+    })
+}
+
+/// Reserves up to `count` slots by consecutive AllocateNext calls into the data words and
+/// returns how many were taken (fewer only when the map filled up).
+pub fn allocate_next_many() -> u32 {
+    with_map(STAGED_ERROR, |words, core| {
+        let Some(n) = count(words, DATA) else {
+            return STAGED_ERROR;
+        };
+        for (k, out) in words[HEADER..HEADER + n].iter().enumerate() {
+            match core.allocate_next() {
+                Ok(Some(i)) => out.store(i as u32, Relaxed),
+                Ok(None) => return k as u32,
+                // The map's only error comes from its first call; were it ever later, the
+                // slots already taken are reported, so none is lost.
+                Err(_) if k == 0 => return STAGED_ERROR,
+                Err(_) => return k as u32,
+            }
+        }
+        n as u32
+    })
+}
+
+/// Releases the `count` slots in the data words (u32); returns how many were taken.
+pub fn release_many() -> u32 {
+    with_map(STAGED_ERROR, |words, core| {
+        let Some(n) = count(words, DATA) else {
+            return STAGED_ERROR;
+        };
+        let slots = words[HEADER..HEADER + n].iter();
+        core.release_many(slots.map(|w| w.load(Relaxed) as usize)) as u32
+    })
+}
+
+/// Releases the `count` offsets in the data (JS numbers); every offset is checked before any
+/// slot is released. Returns how many were taken.
+pub fn release_many_numbers() -> u32 {
+    with_map(STAGED_ERROR, |words, core| {
+        let Some(n) = count(words, DATA / 2) else {
+            return STAGED_ERROR;
+        };
+        if (0..n).any(|k| offset(words, k).is_none()) {
+            return STAGED_ERROR;
+        }
+        core.release_many((0..n).filter_map(|k| offset(words, k))) as u32
+    })
+}
