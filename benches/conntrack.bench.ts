@@ -2,7 +2,11 @@
 // endpoints each, one endpoint per service removed (10 % stale). In one run: kubenode's
 // cleanStaleEntries, upstream kube-proxy's CleanStaleEntries (Go, vishvananda/netlink),
 // conntrack-tools (list, then delete by reply source), and the floor (a bare filtered dump plus
-// batched deletes). The stale flows are re-created before each pass.
+// batched deletes). Then the endpoint-change cleanup: a handle whose last pass saw every endpoint
+// serving is handed the changed tables (it chooses the targeted or the full path by measured
+// cost; once more with the targeted path pinned), on the same table and on the same table with
+// only one endpoint of one service removed, against Go on the same tables. The stale flows are
+// re-created before each pass.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +18,9 @@ const ENDPOINTS = 10;
 
 interface Pass {
   peer: string;
+  /** Which removal: every service's last endpoint, or one endpoint of one service. */
+  table: 'bench' | 'one';
+  path?: string;
   wallSeconds: number;
   cpuSeconds: number;
   maxRssKB: number;
@@ -68,6 +75,9 @@ export async function run(ctx: BenchContext): Promise<string> {
   const oldMax = readFileSync(maxFile, 'utf8').trim();
   const dir = mkdtempSync(join(tmpdir(), 'kn-ct-bench-'));
   const tables = join(dir, 'tables.json');
+  const tablesAll = join(dir, 'tables-all.json');
+  const tablesOne = join(dir, 'tables-one.json');
+  const staleOne = flows / (SERVICES * ENDPOINTS);
   const services = Array.from({ length: SERVICES }, (_, s) => ({
     name: `svc${s}`,
     protocol: 'UDP',
@@ -86,6 +96,22 @@ export async function run(ctx: BenchContext): Promise<string> {
     ]),
   );
   writeFileSync(tables, JSON.stringify({ services, endpoints }));
+  const all = (s: number) =>
+    Array.from({ length: ENDPOINTS }, (_, e) => ({ ip: `10.244.${s}.${e + 1}`, port: 5353, serving: true }));
+  writeFileSync(
+    tablesAll,
+    JSON.stringify({ services, endpoints: Object.fromEntries(services.map((_, s) => [`svc${s}`, all(s)])) }),
+  );
+  // Only svc0 loses its last endpoint.
+  writeFileSync(
+    tablesOne,
+    JSON.stringify({
+      services,
+      endpoints: Object.fromEntries(
+        services.map((_, s) => [`svc${s}`, s === 0 ? all(s).slice(0, -1) : all(s)]),
+      ),
+    }),
+  );
   const count = () => Number(sh(['ip', 'netns', 'exec', ns, 'conntrack', '-C'], 'conntrack -C').trim());
   const passes: Pass[] = [];
   try {
@@ -103,9 +129,31 @@ export async function run(ctx: BenchContext): Promise<string> {
       );
       if (count() !== flows) throw new Error(`table holds ${count()} entries, want ${flows}`);
     };
-    const check = (peer: string) => {
+    const check = (peer: string, want = flows - stale) => {
       const left = count();
-      if (left !== flows - stale) throw new Error(`${peer} left ${left} entries, want ${flows - stale}`);
+      if (left !== want) throw new Error(`${peer} left ${left} entries, want ${want}`);
+    };
+    const child = (peer: string, table: Pass['table'], args: string[]) => {
+      refill();
+      const t = timed(
+        ['npx', 'tsx', join(repoRoot, 'benches/conntrack/clean-child.ts'), nsPath, ...args],
+        peer,
+      );
+      const r = lastJson(t.stdout);
+      check(peer, flows - (table === 'one' ? staleOne : stale));
+      passes.push({
+        peer,
+        table,
+        path: r.path,
+        wallSeconds: r.seconds,
+        cpuSeconds: r.cpuSeconds,
+        maxRssKB: r.maxRssKB,
+        rssGrowthKB: r.maxRssKB - r.rssBeforeKB,
+        deleted: r.deleted,
+      });
+      ctx.log(
+        `  ${peer.padEnd(34)} ${r.seconds.toFixed(3)} s (${r.path}${r.fullReason ? `: ${r.fullReason}` : ''})`,
+      );
     };
 
     for (let i = 0; i < samples; i++) {
@@ -118,6 +166,7 @@ export async function run(ctx: BenchContext): Promise<string> {
       check('kubenode');
       passes.push({
         peer: 'kubenode',
+        table: 'bench',
         wallSeconds: r.seconds,
         cpuSeconds: r.cpuSeconds,
         maxRssKB: r.maxRssKB,
@@ -132,12 +181,18 @@ export async function run(ctx: BenchContext): Promise<string> {
       check('floor');
       passes.push({
         peer: 'floor',
+        table: 'bench',
         wallSeconds: fr.seconds,
         cpuSeconds: f.cpu,
         maxRssKB: f.rssKB,
         deleted: fr.deleted,
       });
       ctx.log(`  floor           ${fr.seconds.toFixed(3)} s (dump ${fr.dumpSeconds.toFixed(3)} s)`);
+      child('kubenode endpoint change', 'bench', [tables, tablesAll]);
+      // 20 walks of the table: slow by design, so one sample.
+      if (i === 0) child('kubenode endpoint change, targeted', 'bench', [tables, tablesAll, '--targeted']);
+      child('kubenode full pass (one endpoint)', 'one', [tablesOne]);
+      child('kubenode endpoint change (one endpoint)', 'one', [tablesOne, tablesAll]);
     }
     for (let i = 0; i < (ctx.quick ? 1 : 2); i++) {
       refill();
@@ -146,12 +201,26 @@ export async function run(ctx: BenchContext): Promise<string> {
       check('go-upstream');
       passes.push({
         peer: 'go-upstream',
+        table: 'bench',
         wallSeconds: gr.wallSeconds,
         cpuSeconds: g.cpu,
         maxRssKB: g.rssKB,
         deleted: gr.deleted,
       });
       ctx.log(`  go-upstream     ${gr.wallSeconds.toFixed(3)} s`);
+      refill();
+      const g1 = timed(['ip', 'netns', 'exec', ns, goBin, '-json', '-services', tablesOne], 'go peer');
+      const g1r = lastJson(g1.stdout);
+      check('go-upstream (one endpoint)', flows - staleOne);
+      passes.push({
+        peer: 'go-upstream (one endpoint)',
+        table: 'one',
+        wallSeconds: g1r.wallSeconds,
+        cpuSeconds: g1.cpu,
+        maxRssKB: g1.rssKB,
+        deleted: g1r.deleted,
+      });
+      ctx.log(`  go-upstream (one endpoint) ${g1r.wallSeconds.toFixed(3)} s`);
     }
     refill();
     // conntrack-tools: list the UDP table, then delete each removed endpoint's flows by reply source.
@@ -163,6 +232,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     check('conntrack-tools');
     passes.push({
       peer: 'conntrack-tools',
+      table: 'bench',
       wallSeconds: c.wall,
       cpuSeconds: c.cpu,
       maxRssKB: c.rssKB,
@@ -174,7 +244,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     writeFileSync(maxFile, oldMax);
     rmSync(dir, { recursive: true, force: true });
   }
-  return report(passes, flows, stale);
+  return [report(passes, flows, stale), changeReport(passes, flows, stale, staleOne)].join('\n\n');
 }
 
 function median(xs: number[]): number {
@@ -220,4 +290,41 @@ function report(passes: Pass[], flows: number, stale: number): string {
     '```',
   ];
   return lines.join('\n');
+}
+
+/** The endpoint-change rows: each against Go and today's full pass on the same table. */
+function changeReport(passes: Pass[], flows: number, stale: number, staleOne: number): string {
+  const med = (peer: string) => median(passes.filter((p) => p.peer === peer).map((p) => p.wallSeconds));
+  const paths = (peer: string) =>
+    [...new Set(passes.filter((p) => p.peer === peer).map((p) => p.path))].join(', ');
+  const rows: [string, string, string, string][] = [
+    ['bench', 'kubenode endpoint change', 'go-upstream', 'kubenode'],
+    ['bench', 'kubenode endpoint change, targeted', 'go-upstream', 'kubenode'],
+    [
+      'one',
+      'kubenode endpoint change (one endpoint)',
+      'go-upstream (one endpoint)',
+      'kubenode full pass (one endpoint)',
+    ],
+    [
+      'one',
+      'kubenode full pass (one endpoint)',
+      'go-upstream (one endpoint)',
+      'kubenode full pass (one endpoint)',
+    ],
+    ['one', 'go-upstream (one endpoint)', 'go-upstream (one endpoint)', 'kubenode full pass (one endpoint)'],
+  ];
+  const n = (x: number) => x.toLocaleString('en-US');
+  return [
+    `Endpoint-change cleanup: the handle's previous pass saw every endpoint serving; the timed call gets the changed tables. "bench": every service's last endpoint removed (${n(stale)} stale of ${n(flows)}); "one": only svc0's last endpoint removed (${n(staleOne)} stale). The handle picks the path by the costs it measured (a walk of the table per filtered flush, against its last full pass); "targeted" pins the targeted path (one filtered flush per removed endpoint). Ratios are wall-time speed-ups of the row over Go and over kubenode's full pass on the same table, same run.`,
+    '',
+    '| table | implementation | path | samples | wall (median) | vs go-upstream | vs kubenode full pass |',
+    '|---|---|---|---:|---:|---:|---:|',
+    ...rows.map(([table, peer, go, full]) => {
+      const w = med(peer);
+      return `| ${table} | ${peer} | ${paths(peer) || 'full'} | ${passes.filter((p) => p.peer === peer).length} | ${w.toFixed(3)} s | ${fmtRatio(med(go) / w)} | ${fmtRatio(med(full) / w)} |`;
+    }),
+    '',
+    `Full pass against its floor (bench table): ${(med('kubenode') / med('floor')).toFixed(2)}× the floor's wall time.`,
+  ].join('\n');
 }

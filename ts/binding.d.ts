@@ -45,8 +45,12 @@ export declare class Conntrack {
   delete(family: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
   /** Creates entries (for tests and benchmarks that fill a table). */
   create(family: string, flows: Array<ConntrackFlow>): Promise<ConntrackBatchOutcome>
-  /** One whole list → match → delete pass for `family`. The tables are checked in the task. */
-  cleanStale(family: string, services: Array<ConntrackService>, endpoints: Record<string, Array<ConntrackEndpoint>>, dryRun?: boolean | undefined | null): Promise<ConntrackCleanOutcome>
+  /**
+   * One cleanup pass for `family`: full, or targeted at what changed since this handle's
+   * last successful pass (the core decides; `full` forces a full pass). The tables are
+   * checked in the task.
+   */
+  cleanStale(family: string, services: Array<ConntrackService>, endpoints: Record<string, Array<ConntrackEndpoint>>, dryRun?: boolean | undefined | null, full?: boolean | undefined | null): Promise<ConntrackCleanOutcome>
   /** Progress of the running clean pass (readable while it runs). */
   progress(): ConntrackProgress
   /**
@@ -222,7 +226,24 @@ export interface ConntrackCleanOutcome {
   attempts: number
   seconds: number
   firstError?: string
+  path: ConntrackCleanPath
+  fullReason?: ConntrackFullReason
+  /** The estimates a cost decision compared, in seconds. */
+  targetedEstimate?: number
+  fullEstimate?: number
+  /** Filtered flushes sent. */
+  flushes: number
   error?: ConntrackTaskError
+}
+
+/** Which path a cleanup pass took. */
+export declare const enum ConntrackCleanPath {
+  /** Upstream's whole-table pass. */
+  Full = 'full',
+  /** Only what changed since the handle's last successful pass. */
+  Targeted = 'targeted',
+  /** Nothing changed that could make a flow stale: no request was sent. */
+  Unchanged = 'unchanged',
 }
 
 export interface ConntrackEndpoint {
@@ -236,6 +257,8 @@ export interface ConntrackFaults {
   recvEnobufs?: number
   dumpIntr?: number
   trunc?: number
+  /** Pins the cleanup's targeted-vs-full choice (tests). */
+  preferTargeted?: boolean
 }
 
 export interface ConntrackFlow {
@@ -247,6 +270,16 @@ export interface ConntrackFlow {
   mark: number
   status: number
   timeout: number
+}
+
+/** Why a full cleanup pass ran: the core's `FullReason` (described on the TS `FullReason`). */
+export declare const enum ConntrackFullReason {
+  First = 'first',
+  Requested = 'requested',
+  DryRun = 'dryRun',
+  PreviousIncomplete = 'previousIncomplete',
+  Unsupported = 'unsupported',
+  Cost = 'cost',
 }
 
 export interface ConntrackListFilter {

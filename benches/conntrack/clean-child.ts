@@ -1,11 +1,24 @@
 // One kubenode cleanStaleEntries pass in a fresh process, so CPU time and peak RSS belong to
-// it alone. Prints one JSON line.   tsx clean-child.ts NETNS TABLES.json
+// it alone. Prints one JSON line.   tsx clean-child.ts NETNS TABLES.json [BEFORE.json] [--targeted]
+// With BEFORE, an untimed first pass with those tables runs on the same handle, so the timed
+// pass is an endpoint change (the handle chooses full or targeted; --targeted pins targeted).
 import { readFileSync } from 'node:fs';
+import { injectFaults } from '../../ts/conntrack/testing.js';
 import { conntrack } from '../../ts/index.js';
 
-const [netns, tablesFile] = process.argv.slice(2) as [string, string];
-const { services, endpoints } = JSON.parse(readFileSync(tablesFile, 'utf8'));
+const [netns, tablesFile, beforeFile] = process.argv.slice(2).filter((a) => !a.startsWith('--')) as [
+  string,
+  string,
+  string | undefined,
+];
+const read = (f: string) => JSON.parse(readFileSync(f, 'utf8'));
+const { services, endpoints } = read(tablesFile);
 const ct = await conntrack.Conntrack.open({ netns });
+if (beforeFile) {
+  const before = read(beforeFile);
+  await conntrack.cleanStaleEntries(ct, 'IPv4', before.services, before.endpoints, { metrics: null });
+}
+if (process.argv.includes('--targeted')) injectFaults(ct, { preferTargeted: true });
 global.gc?.();
 const rssBefore = process.memoryUsage().rss;
 const u0 = process.resourceUsage();

@@ -114,7 +114,8 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
   it('records metrics only where told: nothing lands in the global registry by default', async () => {
     const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: false })));
     const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints);
-    expect(r).toMatchObject({ listed: 18, stale: 0, partial: false });
+    // The same tables as the handle's last pass: nothing can have become stale.
+    expect(r).toMatchObject({ path: 'unchanged', listed: 0, stale: 0, partial: false });
     expect(globalRegistry.getSingleMetric(conntrack.SYNC_DURATION)).toBeUndefined();
     expect(globalRegistry.getSingleMetric(conntrack.DELETED_TOTAL)).toBeUndefined();
     expect(() => conntrack.conntrackMetrics(undefined as never)).toThrow(KubenodeTypeError);
@@ -141,8 +142,9 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
     ]);
     const registry = new Registry();
     const metrics = conntrack.conntrackMetrics(registry);
-    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics, full: true });
     expect(r).toMatchObject({ listed: 18, stale: 9, deleted: 9, failed: 0, partial: false, attempts: 1 });
+    expect(r).toMatchObject({ path: 'full', fullReason: 'requested' });
     const after = ns.conntrackL('ipv4');
     const gone = before.filter((b) => !after.some((a) => key(a) === key(b)));
     const expectGone = [
@@ -166,7 +168,7 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
 
     // A second pass finds nothing; the counter series stays, +0.
     const again = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
-    expect(again).toMatchObject({ stale: 0, deleted: 0 });
+    expect(again).toMatchObject({ path: 'unchanged', stale: 0, deleted: 0 });
     expect(await registry.metrics()).toContain('sync_duration_seconds_count{ip_family="IPv4"} 2');
   });
 
@@ -201,9 +203,12 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
     const metrics = conntrack.conntrackMetrics(registry);
     injectFaults(ct, { dumpIntr: 10 });
     const { services, endpoints } = dns([{ ip: '10.244.0.1', port: 5353, serving: true }]);
-    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics });
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics, full: true });
     injectFaults(ct, {});
     expect(r).toMatchObject({ partial: true, attempts: 5, listed: 9 });
+    // A partial pass is no base for a diff: the next pass is full.
+    const next = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics: null });
+    expect(next).toMatchObject({ path: 'full', fullReason: 'previousIncomplete', partial: false });
     expect(await registry.metrics()).toContain('sync_duration_seconds_count{ip_family="IPv4"} 1');
     const l = await ct.list('IPv4', {});
     expect(l.partial).toBe(false);
@@ -242,6 +247,14 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
       /serving must be a boolean/,
     );
     await expect(conntrack.cleanStaleEntries(ct, 'ipv4' as never, [], {})).rejects.toThrow(/family must be/);
+    for (const [k, v] of [
+      ['full', 'yes'],
+      ['dryRun', 1],
+    ] as const) {
+      const r = conntrack.cleanStaleEntries(ct, 'IPv4', [], {}, { [k]: v } as never);
+      await expect(r).rejects.toBeInstanceOf(KubenodeTypeError);
+      await expect(r).rejects.toThrow(`options.${k} must be a boolean, got ${JSON.stringify(v)}`);
+    }
   });
 
   it('a closed handle fails clearly', async () => {

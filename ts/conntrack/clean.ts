@@ -1,5 +1,6 @@
-// kube-proxy's CleanStaleEntries: the whole list → match → delete pass runs in Rust in one call;
-// only the service/endpoint tables cross the boundary, and Rust checks them.
+// kube-proxy's CleanStaleEntries: the whole pass (full, or targeted at what changed since the
+// handle's last successful pass) runs in Rust in one call; only the service/endpoint tables
+// cross the boundary, and Rust checks them and chooses the path.
 import { performance } from 'node:perf_hooks';
 import { assertString, describe, KubenodeTypeError } from '../errors.js';
 import { Conntrack, handleOf } from './client.js';
@@ -15,13 +16,44 @@ import {
 
 /** Options of `cleanStaleEntries`. */
 export interface CleanOptions {
-  /** Select stale flows but delete nothing (no metrics are recorded). */
+  /** Select stale flows but delete nothing (no metrics are recorded). Always a full pass. */
   dryRun?: boolean;
+  /**
+   * Run upstream's full pass even when the handle could take the targeted path (what a
+   * periodic resync does, to catch flows that became stale between passes).
+   */
+  full?: boolean;
   /**
    * Where to record kube-proxy's metrics (`conntrackMetrics(registry)`). Default: none, so
    * nothing lands in prom-client's global registry unless the caller asks for it.
    */
   metrics?: ConntrackMetrics | null;
+}
+
+/**
+ * Which path a pass took: `full` (upstream's whole-table pass), `targeted` (only what the
+ * endpoint diff since the handle's last successful pass made stale) or `unchanged` (nothing
+ * could have become stale; no request sent).
+ */
+export type CleanPath = 'full' | 'targeted' | 'unchanged';
+
+/**
+ * Why a full pass ran: `first` pass of the family on the handle, `requested` (`full: true`),
+ * `dryRun`, `previousIncomplete` (the last pass failed, was partial or left flows it could not
+ * delete), `unsupported` (no filtered flush on this kernel) or `cost` (the costs measured on
+ * this kernel favour one full pass).
+ */
+export type FullReason = 'first' | 'requested' | 'dryRun' | 'previousIncomplete' | 'unsupported' | 'cost';
+
+/**
+ * The estimates (seconds) a cost decision compared: one walk of the table per flush or
+ * frontend dump, against the last full pass, both measured on this handle.
+ */
+export interface CleanEstimate {
+  /** The targeted pass. */
+  targetedSeconds: number;
+  /** One full pass. */
+  fullSeconds: number;
 }
 
 /** What one `cleanStaleEntries` pass did. */
@@ -44,12 +76,23 @@ export interface CleanResult {
   seconds: number;
   /** The first failed delete's message, when any failed. */
   firstError?: string;
+  /** Which path ran. */
+  path: CleanPath;
+  /** Why a full pass ran (only when `path` is `full`). */
+  fullReason?: FullReason;
+  /** The estimates a cost decision compared. */
+  estimate?: CleanEstimate;
+  /** Filtered flushes sent (targeted path). */
+  flushes: number;
 }
 
 /**
  * Deletes the UDP conntrack entries of `family` that point at endpoints no longer serving,
- * with upstream's rules. A listing failure throws (and records no metric, like upstream); a
- * failed delete is counted in `failed` and never stops the rest of the batch.
+ * with upstream's rules. The first call on a handle runs upstream's full pass; later calls on
+ * the same handle delete only what changed since its last successful pass, when that is
+ * cheaper on this kernel (see {@link CleanResult.path}). A listing failure throws (and records
+ * no metric, like upstream); a failed delete is counted in `failed` and never stops the rest
+ * of the batch.
  */
 export async function cleanStaleEntries(
   ct: Conntrack,
@@ -63,10 +106,21 @@ export async function cleanStaleEntries(
     throw new KubenodeTypeError(`ct must be a Conntrack handle, got ${describe(ct)}`);
   }
   assertString('family', family);
+  for (const k of ['dryRun', 'full'] as const) {
+    const v = options[k];
+    if (v !== undefined && typeof v !== 'boolean')
+      throw new KubenodeTypeError(`options.${k} must be a boolean, got ${describe(v)}`);
+  }
   validateTables(services, endpoints);
   let task: ReturnType<ReturnType<typeof handleOf>['cleanStale']>;
   try {
-    task = handleOf(ct).cleanStale(family, nativeServices(services), endpoints, options.dryRun ?? false);
+    task = handleOf(ct).cleanStale(
+      family,
+      nativeServices(services),
+      endpoints,
+      options.dryRun ?? false,
+      options.full ?? false,
+    );
   } catch (e) {
     throw conntrackError(e);
   }
@@ -90,5 +144,12 @@ export async function cleanStaleEntries(
     attempts: o.attempts,
     seconds,
     ...(o.firstError ? { firstError: o.firstError } : {}),
+    // The binding's string enums carry exactly these values.
+    path: `${o.path}` as const,
+    ...(o.fullReason ? { fullReason: `${o.fullReason}` as const } : {}),
+    ...(o.targetedEstimate !== undefined && o.fullEstimate !== undefined
+      ? { estimate: { targetedSeconds: o.targetedEstimate, fullSeconds: o.fullEstimate } }
+      : {}),
+    flushes: o.flushes,
   };
 }

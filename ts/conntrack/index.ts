@@ -2,7 +2,14 @@
 // its metrics, and the conntrack sysctls kube-proxy sets.
 
 export type { WatchBackoff } from '../kube/informer.js';
-export { type CleanOptions, type CleanResult, cleanStaleEntries } from './clean.js';
+export {
+  type CleanEstimate,
+  type CleanOptions,
+  type CleanPath,
+  type CleanResult,
+  cleanStaleEntries,
+  type FullReason,
+} from './clean.js';
 export {
   Conntrack,
   type DeleteResult,

@@ -1,6 +1,7 @@
 // StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
 // keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
 // (upstream's ConntrackCleanupRequired), per IP family.
+import { performance } from 'node:perf_hooks';
 import type { KubeConfig, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
@@ -35,6 +36,12 @@ export interface ReconcilerOptions {
   metrics?: ConntrackMetrics | null;
   /** Select stale flows but delete nothing (default false). */
   dryRun?: boolean;
+  /**
+   * Between full passes a handle cleans only what the endpoint changes made stale; a full
+   * pass runs at start-up and then at least this often per family (default 300000 ms), which
+   * also catches flows that became stale between two passes.
+   */
+  fullResyncPeriodMs?: number;
   /** Pauses before restarting a failed watch (capped exponential backoff per informer). */
   watchBackoff?: WatchBackoff;
   /** Called after each cleanup pass. An exception it throws goes to `onError`. */
@@ -113,6 +120,9 @@ export class StaleFlowReconciler {
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
+  /** When each family's last full pass ended (performance.now()). */
+  readonly #lastFull = new Map<IPFamily, number>();
+  #resync: NodeJS.Timeout | undefined;
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
@@ -168,6 +178,12 @@ export class StaleFlowReconciler {
     // retried in the background, so start() does not wait for the API server.
     await Promise.all([services.run(), slices.run()]);
     this.#schedule(0);
+    // The periodic full pass; unref'd so it never keeps the process alive.
+    this.#resync = setInterval(() => this.#schedule(0), this.#fullResyncPeriodMs()).unref();
+  }
+
+  #fullResyncPeriodMs(): number {
+    return this.#opts.fullResyncPeriodMs ?? 300_000;
   }
 
   /** True once both Services and EndpointSlices have been listed (the caches are filled). */
@@ -256,15 +272,19 @@ export class StaleFlowReconciler {
       const entries = services.flatMap((s) => serviceEntries(s, family));
       const anyUdp = udpPortKeys(slices, family).size > 0;
       const required = gate.take((svc) => udpPortKeys(this.#slicesOf(svc), family).size > 0, anyUdp);
-      if (!required) continue;
+      const lastFull = this.#lastFull.get(family);
+      const full = lastFull === undefined || performance.now() - lastFull >= this.#fullResyncPeriodMs();
+      if (!required && !(full && lastFull !== undefined)) continue;
       try {
         const r = await cleanStaleEntries(ct, family, entries, endpointsTable(slices, family), {
           dryRun: this.#opts.dryRun ?? false,
+          full,
           ...(this.#opts.metrics !== undefined ? { metrics: this.#opts.metrics } : {}),
         }).catch((e: unknown) => {
           this.#cleanupFailed(family, e);
           throw e;
         });
+        if (r.path === 'full') this.#lastFull.set(family, performance.now());
         this.syncs++;
         this.#opts.onSync?.(family, r);
       } catch (e) {
@@ -287,6 +307,7 @@ export class StaleFlowReconciler {
     this.#events?.shutdown();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+    clearInterval(this.#resync);
     await this.#syncing;
     await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
     if (this.#ownCt) this.#ct?.close();

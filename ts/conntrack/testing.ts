@@ -11,6 +11,8 @@ export interface Faults {
   recvEnobufs?: number;
   dumpIntr?: number;
   trunc?: number;
+  /** Pins `cleanStaleEntries`' choice: `true` takes the targeted path whenever the handle may. */
+  preferTargeted?: boolean;
 }
 
 /** Creates entries; returns how many the kernel accepted. */

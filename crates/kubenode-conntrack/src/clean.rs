@@ -1,14 +1,21 @@
-//! One cleanup pass: a single dump filtered to the matcher's protocol, decided per entry as it streams, then the
-//! stale entries deleted in batches by exact tuple and ID. Memory grows with the stale
-//! entries, never with the table.
+//! One cleanup pass. A full pass is a single dump filtered to the matcher's protocol, decided
+//! per entry as it streams, then the stale entries deleted in batches by exact tuple and ID;
+//! memory grows with the stale entries, never with the table. Between full passes a handle
+//! can take the targeted path: the diff since its last successful pass, deleted with one
+//! filtered flush per removed (frontend, backend) pair (see `stale_diff`), when the measured
+//! costs say that beats a full pass.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
 use crate::conntrack::{Conntrack, DumpEvent};
-use crate::error::Result;
-use crate::flow::{Family, Flow};
+use crate::cost::Estimate;
+use crate::error::{Error, Result};
+use crate::flow::{DumpFilter, Family, Flow};
+use crate::flush::FlushSupport;
 use crate::stale::StaleMatcher;
+use crate::stale_diff::{stale_diff, StaleDiff};
+use crate::targeted::LastPass;
 
 /// Live progress of a pass, readable from another thread (the CLI's progress bar).
 #[derive(Debug, Default)]
@@ -23,13 +30,44 @@ pub const PHASE_IDLE: u8 = 0;
 pub const PHASE_LISTING: u8 = 1;
 pub const PHASE_DELETING: u8 = 2;
 
+/// Which path a pass took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CleanPath {
+    /// Upstream's whole-table pass.
+    #[default]
+    Full,
+    /// Only what changed since the handle's last successful pass.
+    Targeted,
+    /// Nothing changed that could make a flow stale: no request was sent.
+    Unchanged,
+}
+
+/// Why a full pass ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FullReason {
+    /// The first pass of this family on the handle.
+    First,
+    /// The caller asked for it (`full`).
+    Requested,
+    /// A dry run selects from the whole table.
+    DryRun,
+    /// The previous pass failed, was partial or left flows it could not delete.
+    PreviousIncomplete,
+    /// The kernel has no filtered flush.
+    Unsupported,
+    /// The measured costs favour one full pass.
+    Cost,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CleanReport {
-    /// Entries the kernel returned for the (UDP-filtered) dump.
+    /// Entries the kernel returned for the (UDP-filtered) dumps of the pass.
     pub listed: u64,
-    /// Entries selected as stale.
+    /// Entries selected as stale (on the targeted path, including those its flushes deleted).
     pub stale: u64,
-    /// Upstream's count: deleted now or already gone (ENOENT).
+    /// Upstream's count: deleted now or already gone (ENOENT). A flush does not report what it
+    /// deleted: its share is the drop of the table's entry count around the flushes, in which
+    /// an entry still held by a packet in flight only counts once freed (an undercount).
     pub deleted: u64,
     pub not_found: u64,
     pub failed: u64,
@@ -38,15 +76,31 @@ pub struct CleanReport {
     pub attempts: u32,
     pub seconds: f64,
     pub first_error: Option<String>,
+    pub path: CleanPath,
+    /// Set when `path` is `Full`.
+    pub full_reason: Option<FullReason>,
+    /// The estimates the choice compared, when it was a cost decision.
+    pub estimate: Option<Estimate>,
+    /// Filtered flushes sent.
+    pub flushes: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CleanOptions {
     /// Select but do not delete.
     pub dry_run: bool,
+    /// Run the full pass whatever the handle remembers.
+    pub full: bool,
 }
 
-/// Runs upstream's `CleanStaleEntries` for one family. A listing error other than an
+enum Choice {
+    Full(FullReason, Option<Estimate>),
+    Targeted(StaleDiff, Option<Estimate>),
+    Unchanged,
+}
+
+/// Runs upstream's `CleanStaleEntries` for one family, or the targeted path when the handle's
+/// last successful pass allows it and costs favour it. A listing error other than an
 /// interruption aborts with `Err` (upstream records no metrics then); delete failures are
 /// counted in the report and never stop the rest of the batch.
 pub fn clean_stale(
@@ -57,12 +111,177 @@ pub fn clean_stale(
     progress: &Progress,
 ) -> Result<CleanReport> {
     let start = Instant::now();
-    let mut rep = CleanReport::default();
+    if opts.dry_run {
+        // Deletes nothing, so what the handle remembers stays true.
+        let mut rep = full_report(FullReason::DryRun, None);
+        dump_and_delete(
+            ct,
+            family,
+            &matcher.dump_filter(),
+            matcher,
+            true,
+            progress,
+            &mut rep,
+        )?;
+        rep.seconds = start.elapsed().as_secs_f64();
+        return Ok(rep);
+    }
+    // Until this pass succeeds, the next one must be full.
+    let prev = std::mem::replace(&mut ct.stale.family(family).last, LastPass::Incomplete);
+    let choice = match (&prev, opts.full) {
+        (_, true) => Choice::Full(FullReason::Requested, None),
+        (LastPass::None, _) => Choice::Full(FullReason::First, None),
+        (LastPass::Incomplete, _) => Choice::Full(FullReason::PreviousIncomplete, None),
+        (LastPass::Done(old), false) => choose(ct, family, stale_diff(old, matcher)),
+    };
+    let mut rep = match choice {
+        Choice::Unchanged => CleanReport {
+            path: CleanPath::Unchanged,
+            ..Default::default()
+        },
+        Choice::Targeted(diff, est) => match targeted_pass(ct, family, matcher, &diff, progress) {
+            Err(Error::Unsupported { .. }) => {
+                ct.flush_support = FlushSupport::Unsupported;
+                full_pass(ct, family, matcher, FullReason::Unsupported, None, progress)?
+            }
+            r => {
+                let mut rep = r?;
+                rep.estimate = est;
+                rep
+            }
+        },
+        Choice::Full(reason, est) => full_pass(ct, family, matcher, reason, est, progress)?,
+    };
+    rep.seconds = start.elapsed().as_secs_f64();
+    if rep.failed == 0 && !rep.partial {
+        ct.stale.family(family).last = LastPass::Done(matcher.clone());
+    }
+    Ok(rep)
+}
+
+fn full_report(reason: FullReason, estimate: Option<Estimate>) -> CleanReport {
+    CleanReport {
+        path: CleanPath::Full,
+        full_reason: Some(reason),
+        estimate,
+        ..Default::default()
+    }
+}
+
+/// Targeted or full, from the diff and the costs measured on this handle. The walk is
+/// measured again (a probe flush) only when the table changed size a lot since the last
+/// sample.
+fn choose(ct: &mut Conntrack, family: Family, diff: StaleDiff) -> Choice {
+    if diff.is_empty() {
+        return Choice::Unchanged;
+    }
+    let Ok(table) = ct.table_count() else {
+        return Choice::Full(FullReason::Cost, None);
+    };
+    let needs_sample = ct.stale.family(family).cost.needs_walk_sample(table);
+    if ct.flush_support == FlushSupport::Unknown || needs_sample {
+        if let (_, Some(walk)) = ct.probe_flush(family) {
+            ct.stale.family(family).cost.record_walk(walk, table);
+        }
+    }
+    if ct.flush_support == FlushSupport::Unsupported && !diff.flushes.is_empty() {
+        return Choice::Full(FullReason::Unsupported, None);
+    }
+    let est = ct.stale.family(family).cost.estimate(diff.walks(), table);
+    let pinned = ct.faults_mut().cost_choice;
+    if pinned.unwrap_or_else(|| est.is_some_and(|e| e.prefers_targeted())) {
+        Choice::Targeted(diff, est)
+    } else {
+        Choice::Full(FullReason::Cost, est)
+    }
+}
+
+fn full_pass(
+    ct: &mut Conntrack,
+    family: Family,
+    matcher: &StaleMatcher,
+    reason: FullReason,
+    estimate: Option<Estimate>,
+    progress: &Progress,
+) -> Result<CleanReport> {
+    let start = Instant::now();
+    let mut rep = full_report(reason, estimate);
+    dump_and_delete(
+        ct,
+        family,
+        &matcher.dump_filter(),
+        matcher,
+        false,
+        progress,
+        &mut rep,
+    )?;
+    // What the next cost decision compares against (one small request).
+    if let Ok(table) = ct.table_count() {
+        let entries = table + rep.deleted;
+        let cost = &mut ct.stale.family(family).cost;
+        cost.record_full(start.elapsed().as_secs_f64(), entries);
+    }
+    Ok(rep)
+}
+
+fn targeted_pass(
+    ct: &mut Conntrack,
+    family: Family,
+    matcher: &StaleMatcher,
+    diff: &StaleDiff,
+    progress: &Progress,
+) -> Result<CleanReport> {
+    let mut rep = CleanReport {
+        path: CleanPath::Targeted,
+        attempts: 1,
+        ..Default::default()
+    };
+    if !diff.flushes.is_empty() {
+        progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
+        let before = ct.table_count()?;
+        for (i, f) in diff.flushes.iter().enumerate() {
+            let t = Instant::now();
+            match ct.flush(family, f) {
+                Ok(()) => {
+                    let walk = t.elapsed().as_secs_f64();
+                    ct.stale.family(family).cost.record_walk(walk, before);
+                }
+                // Only before anything was deleted may the caller fall back to a full pass.
+                Err(e @ Error::Unsupported { .. }) if i == 0 => return Err(e),
+                Err(e) => {
+                    rep.failed += 1;
+                    rep.first_error.get_or_insert_with(|| e.to_string());
+                }
+            }
+            rep.flushes += 1;
+        }
+        let gone = before.saturating_sub(ct.table_count()?);
+        rep.stale += gone;
+        rep.deleted += gone;
+        progress.deleted.store(rep.deleted, Ordering::Relaxed);
+    }
+    for filter in &diff.frontends {
+        dump_and_delete(ct, family, filter, matcher, false, progress, &mut rep)?;
+    }
+    progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
+    Ok(rep)
+}
+
+/// One dump filtered by `filter`, decided per entry with `matcher`, then the stale entries
+/// deleted (unless `dry_run`); adds to `rep`.
+fn dump_and_delete(
+    ct: &mut Conntrack,
+    family: Family,
+    filter: &DumpFilter,
+    matcher: &StaleMatcher,
+    dry_run: bool,
+    progress: &Progress,
+    rep: &mut CleanReport,
+) -> Result<()> {
     progress.phase.store(PHASE_LISTING, Ordering::Relaxed);
-    let filter = matcher.dump_filter();
     let mut stale: Vec<Flow> = Vec::new();
     let mut seen = 0u64;
-    let stats = ct.dump(family, &filter, |ev| match ev {
+    let stats = ct.dump(family, filter, |ev| match ev {
         DumpEvent::Attempt(_) => {
             stale.clear();
             seen = 0;
@@ -84,30 +303,31 @@ pub fn clean_stale(
             return Err(e);
         }
     };
-    rep.listed = stats.received;
-    rep.partial = stats.partial;
-    rep.attempts = stats.attempts;
-    rep.stale = stale.len() as u64;
+    rep.listed += stats.received;
+    rep.partial |= stats.partial;
+    rep.attempts = rep.attempts.max(stats.attempts);
+    rep.stale += stale.len() as u64;
     progress.listed.store(seen, Ordering::Relaxed);
     progress.stale.store(rep.stale, Ordering::Relaxed);
-    if !stale.is_empty() && !opts.dry_run {
+    if !stale.is_empty() && !dry_run {
         progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
         match ct.delete(family, &stale) {
             Ok(d) => {
-                rep.deleted = d.deleted();
-                rep.not_found = d.not_found;
-                rep.failed = d.failed;
-                rep.first_error = d.first_error;
+                rep.deleted += d.deleted();
+                rep.not_found += d.not_found;
+                rep.failed += d.failed;
+                if rep.first_error.is_none() {
+                    rep.first_error = d.first_error;
+                }
             }
             Err(e) => {
                 // A socket-level failure: nothing more is known about the batch.
-                rep.failed = rep.stale;
-                rep.first_error = Some(e.to_string());
+                rep.failed += stale.len() as u64;
+                rep.first_error.get_or_insert_with(|| e.to_string());
             }
         }
         progress.deleted.store(rep.deleted, Ordering::Relaxed);
     }
     progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
-    rep.seconds = start.elapsed().as_secs_f64();
-    Ok(rep)
+    Ok(())
 }

@@ -10,7 +10,9 @@ use crate::fault::Faults;
 use crate::flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, DumpFilter, Family, Flow,
 };
+use crate::flush::FlushSupport;
 use crate::socket::{NlSocket, RECV_BUF};
+use crate::targeted::StaleState;
 
 /// Dump attempts before continuing with a partial result, as upstream's `MaxAttemptsEINTR`.
 pub const MAX_DUMP_ATTEMPTS: u32 = 5;
@@ -62,10 +64,13 @@ impl BatchReport {
 }
 
 pub struct Conntrack {
-    sock: NlSocket,
-    rbuf: Vec<u8>,
-    out: MsgBuf,
+    pub(crate) sock: NlSocket,
+    pub(crate) rbuf: Vec<u8>,
+    pub(crate) out: MsgBuf,
     seq: u32,
+    pub(crate) flush_support: FlushSupport,
+    /// What the next `clean_stale` on this handle starts from, per family.
+    pub(crate) stale: StaleState,
 }
 
 struct Attempt {
@@ -120,15 +125,19 @@ impl Conntrack {
     }
 
     fn with_socket(sock: NlSocket) -> Self {
-        Self {
+        let mut ct = Self {
             sock,
             rbuf: vec![0u8; RECV_BUF],
             out: MsgBuf::with_capacity(256 * 1024),
             seq: 0,
-        }
+            flush_support: FlushSupport::Unknown,
+            stale: StaleState::default(),
+        };
+        ct.probe_at_open();
+        ct
     }
 
-    fn next_seq(&mut self) -> u32 {
+    pub(crate) fn next_seq(&mut self) -> u32 {
         self.seq = self.seq.wrapping_add(1).max(1);
         self.seq
     }

@@ -31,6 +31,7 @@ pub const NFNL_SUBSYS_CTNETLINK: u16 = 1;
 pub const IPCTNL_MSG_CT_NEW: u16 = 0;
 pub const IPCTNL_MSG_CT_GET: u16 = 1;
 pub const IPCTNL_MSG_CT_DELETE: u16 = 2;
+pub const IPCTNL_MSG_CT_GET_STATS: u16 = 5;
 pub const fn ct_type(op: u16) -> u16 {
     (NFNL_SUBSYS_CTNETLINK << 8) | op
 }
@@ -63,9 +64,14 @@ pub const CTA_PROTO_DST_PORT: u16 = 3;
 
 pub const CTA_FILTER_ORIG_FLAGS: u16 = 1;
 pub const CTA_FILTER_REPLY_FLAGS: u16 = 2;
+pub const CTA_FILTER_FLAG_IP_SRC: u32 = 1 << 0;
 pub const CTA_FILTER_FLAG_IP_DST: u32 = 1 << 1;
 pub const CTA_FILTER_FLAG_PROTO_NUM: u32 = 1 << 3;
+pub const CTA_FILTER_FLAG_PROTO_SRC_PORT: u32 = 1 << 4;
 pub const CTA_FILTER_FLAG_PROTO_DST_PORT: u32 = 1 << 5;
+
+/// `ctattr_stats_global`: the entry count of `IPCTNL_MSG_CT_GET_STATS`.
+pub const CTA_STATS_GLOBAL_ENTRIES: u16 = 1;
 
 pub const IPPROTO_TCP: u8 = 6;
 pub const IPPROTO_UDP: u8 = 17;

@@ -12,6 +12,9 @@ pub struct Faults {
     pub dump_intr: u32,
     /// The next N received datagrams are reported as truncated (`MSG_TRUNC`).
     pub trunc: u32,
+    /// Pins the targeted-vs-full choice of `clean_stale` (`Some(true)`: targeted whenever the
+    /// handle may take it), so tests exercise a path whatever this machine measures.
+    pub cost_choice: Option<bool>,
     /// Counters of what was injected, for assertions.
     pub injected: u32,
 }

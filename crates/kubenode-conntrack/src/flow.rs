@@ -246,6 +246,55 @@ impl DumpFilter {
     }
 }
 
+/// The fields of one direction a `CTA_FILTER` matches on; `None` fields match anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TupleFilter {
+    pub src: Option<IpAddr>,
+    pub dst: Option<IpAddr>,
+    pub src_port: Option<u16>,
+    pub dst_port: Option<u16>,
+}
+
+/// Encodes the tuple nest of a `CTA_FILTER` request (only the filtered fields, plus the
+/// protocol, which the kernel requires for port fields) and returns its filter flags.
+pub(crate) fn put_filter_tuple(b: &mut MsgBuf, nest: u16, proto: u8, t: &TupleFilter) -> u32 {
+    let mut flags = CTA_FILTER_FLAG_PROTO_NUM;
+    let n = b.begin_nest(nest);
+    if t.src.is_some() || t.dst.is_some() {
+        let ip = b.begin_nest(CTA_TUPLE_IP);
+        if let Some(s) = &t.src {
+            flags |= CTA_FILTER_FLAG_IP_SRC;
+            put_ip(b, CTA_IP_V4_SRC, CTA_IP_V6_SRC, s);
+        }
+        if let Some(d) = &t.dst {
+            flags |= CTA_FILTER_FLAG_IP_DST;
+            put_ip(b, CTA_IP_V4_DST, CTA_IP_V6_DST, d);
+        }
+        b.end_nest(ip);
+    }
+    let pr = b.begin_nest(CTA_TUPLE_PROTO);
+    b.attr(CTA_PROTO_NUM, &[proto]);
+    if let Some(p) = t.src_port {
+        flags |= CTA_FILTER_FLAG_PROTO_SRC_PORT;
+        b.attr(CTA_PROTO_SRC_PORT, &p.to_be_bytes());
+    }
+    if let Some(p) = t.dst_port {
+        flags |= CTA_FILTER_FLAG_PROTO_DST_PORT;
+        b.attr(CTA_PROTO_DST_PORT, &p.to_be_bytes());
+    }
+    b.end_nest(pr);
+    b.end_nest(n);
+    flags
+}
+
+/// Encodes the `CTA_FILTER` nest itself.
+pub(crate) fn put_filter_flags(b: &mut MsgBuf, orig: u32, reply: u32) {
+    let fl = b.begin_nest(CTA_FILTER);
+    b.attr(CTA_FILTER_ORIG_FLAGS, &orig.to_ne_bytes());
+    b.attr(CTA_FILTER_REPLY_FLAGS, &reply.to_ne_bytes());
+    b.end_nest(fl);
+}
+
 /// Encodes a dump request (GET + DUMP) for `family`, with `CTA_FILTER` when `filter` has fields.
 pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32) {
     let m = b.begin_msg(
@@ -255,26 +304,13 @@ pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32
         family.af(),
     );
     if let Some(proto) = filter.proto {
-        let mut flags = CTA_FILTER_FLAG_PROTO_NUM;
-        let t = b.begin_nest(CTA_TUPLE_ORIG);
-        if let Some(d) = filter.orig_dst {
-            flags |= CTA_FILTER_FLAG_IP_DST;
-            let ip = b.begin_nest(CTA_TUPLE_IP);
-            put_ip(b, CTA_IP_V4_DST, CTA_IP_V6_DST, &d);
-            b.end_nest(ip);
-        }
-        let pr = b.begin_nest(CTA_TUPLE_PROTO);
-        b.attr(CTA_PROTO_NUM, &[proto]);
-        if let Some(p) = filter.orig_dst_port {
-            flags |= CTA_FILTER_FLAG_PROTO_DST_PORT;
-            b.attr(CTA_PROTO_DST_PORT, &p.to_be_bytes());
-        }
-        b.end_nest(pr);
-        b.end_nest(t);
-        let fl = b.begin_nest(CTA_FILTER);
-        b.attr(CTA_FILTER_ORIG_FLAGS, &flags.to_ne_bytes());
-        b.attr(CTA_FILTER_REPLY_FLAGS, &0u32.to_ne_bytes());
-        b.end_nest(fl);
+        let t = TupleFilter {
+            dst: filter.orig_dst,
+            dst_port: filter.orig_dst_port,
+            ..Default::default()
+        };
+        let flags = put_filter_tuple(b, CTA_TUPLE_ORIG, proto, &t);
+        put_filter_flags(b, flags, 0);
     }
     b.end_msg(m);
 }

@@ -101,6 +101,25 @@ mod tests {
         (Handle::new(Probe(drops.clone())), drops)
     }
 
+    /// Starts an operation on another thread that holds the handle until `finish` is sent;
+    /// returns once it runs.
+    fn hold(
+        h: &Arc<Handle<Probe>>,
+    ) -> (thread::JoinHandle<Result<&'static str>>, mpsc::Sender<()>) {
+        let (started_tx, started) = mpsc::channel();
+        let (finish, finish_rx) = mpsc::channel::<()>();
+        let h = h.clone();
+        let running = thread::spawn(move || {
+            h.with(|_| {
+                started_tx.send(()).unwrap();
+                finish_rx.recv().unwrap();
+                Ok("done")
+            })
+        });
+        started.recv().unwrap();
+        (running, finish)
+    }
+
     #[test]
     fn operations_run_until_closed_and_close_releases_at_once() {
         let (h, drops) = probe();
@@ -120,19 +139,7 @@ mod tests {
     fn close_during_an_operation_returns_and_the_operation_releases_the_value() {
         let (h, drops) = probe();
         let h = Arc::new(h);
-        let (started_tx, started) = mpsc::channel();
-        let (finish, finish_rx) = mpsc::channel::<()>();
-        let running = {
-            let h = h.clone();
-            thread::spawn(move || {
-                h.with(|_| {
-                    started_tx.send(()).unwrap();
-                    finish_rx.recv().unwrap();
-                    Ok("done")
-                })
-            })
-        };
-        started.recv().unwrap();
+        let (running, finish) = hold(&h);
         // Never waits for the running operation.
         assert!(matches!(h.try_with(|_| Ok(())), Err(Error::Busy)));
         h.close();
@@ -147,19 +154,7 @@ mod tests {
     fn an_operation_queued_behind_a_close_fails_closed() {
         let (h, _) = probe();
         let h = Arc::new(h);
-        let (started_tx, started) = mpsc::channel();
-        let (finish, finish_rx) = mpsc::channel::<()>();
-        let first = {
-            let h = h.clone();
-            thread::spawn(move || {
-                h.with(|_| {
-                    started_tx.send(()).unwrap();
-                    finish_rx.recv().unwrap();
-                    Ok(())
-                })
-            })
-        };
-        started.recv().unwrap();
+        let (first, finish) = hold(&h);
         let queued = {
             let h = h.clone();
             thread::spawn(move || h.with(|_| Ok(())))

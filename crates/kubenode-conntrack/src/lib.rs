@@ -9,29 +9,37 @@ mod attr;
 mod clean;
 mod conntrack;
 mod consts;
+mod cost;
 mod error;
 mod fault;
 mod flow;
+mod flush;
 mod handle;
 mod hash;
 mod socket;
 mod stale;
+mod stale_diff;
+mod targeted;
 mod validate;
 
 pub use attr::{Attrs, MsgBuf, Msgs};
 pub use clean::{
-    clean_stale, CleanOptions, CleanReport, Progress, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING,
+    clean_stale, CleanOptions, CleanPath, CleanReport, FullReason, Progress, PHASE_DELETING,
+    PHASE_IDLE, PHASE_LISTING,
 };
 pub use conntrack::{BatchReport, Conntrack, DumpEvent, DumpStats, MAX_DUMP_ATTEMPTS};
 pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
+pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
 pub use fault::Faults;
 pub use flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
     Flow, Tuple,
 };
+pub use flush::{encode_flush, probe_filter, FlushFilter, FlushSupport};
 pub use handle::{ConntrackHandle, Handle};
 pub use stale::{is_headless, Endpoint, Protocol, ServicePort, StaleMatcher};
+pub use stale_diff::{stale_diff, StaleDiff};
 pub use validate::{
     check_family, check_flows, parse_family, parse_ip, protocol_number, stale_matcher,
     EndpointEntry, ServiceEntry,

@@ -69,14 +69,14 @@ pub struct Endpoint {
     pub serving: bool,
 }
 
-type Backend = (IpAddr, u16);
+pub(crate) type Backend = (IpAddr, u16);
 
 /// The desired state: frontends mapped to the serving backends of their service port.
 #[derive(Debug, Default, Clone)]
 pub struct StaleMatcher {
-    sets: Vec<FxSet<Backend>>,
-    vip: FxMap<(IpAddr, u16), u32>,
-    node_port: FxMap<u16, u32>,
+    pub(crate) sets: Vec<FxSet<Backend>>,
+    pub(crate) vip: FxMap<(IpAddr, u16), u32>,
+    pub(crate) node_port: FxMap<u16, u32>,
 }
 
 /// Kubernetes' headless service: `spec.clusterIP` is `"None"` (or unset, `""`); such a

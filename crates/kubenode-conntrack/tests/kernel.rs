@@ -4,10 +4,10 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{dnat, ip, tcp, Netns};
+use common::{dnat, ep, ip, svc, tcp, Netns};
 use kubenode_conntrack::{
-    clean_stale, CleanOptions, DumpFilter, Endpoint, Error, Family, Flow, Progress, Protocol,
-    ServicePort, StaleMatcher, MAX_DUMP_ATTEMPTS,
+    clean_stale, CleanOptions, DumpFilter, Error, Family, Flow, Progress, StaleMatcher,
+    MAX_DUMP_ATTEMPTS,
 };
 
 fn key(f: &Flow) -> (Option<std::net::IpAddr>, u16, Option<std::net::IpAddr>, u16) {
@@ -313,26 +313,6 @@ fn drop_net_admin() {
     }
 }
 
-fn svc(name: &str, vip: &str, port: u16, node_port: u16) -> ServicePort {
-    ServicePort {
-        name: name.into(),
-        protocol: Protocol::Udp,
-        cluster_ip: Some(ip(vip)),
-        port,
-        node_port,
-        external_ips: vec![],
-        load_balancer_ips: vec![],
-    }
-}
-
-fn ep(a: &str, port: u16) -> Endpoint {
-    Endpoint {
-        ip: ip(a),
-        port,
-        serving: true,
-    }
-}
-
 #[test]
 fn clean_stale_deletes_exactly_the_stale_flows() {
     let ns = Netns::new();
@@ -361,7 +341,10 @@ fn clean_stale_deletes_exactly_the_stale_flows() {
         &mut ct,
         Family::V4,
         &m,
-        CleanOptions { dry_run: true },
+        CleanOptions {
+            dry_run: true,
+            ..Default::default()
+        },
         &progress,
     )
     .unwrap();

@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use common::{dnat, ip, tcp};
-use kubenode_conntrack::{Endpoint, Error, Family, Flow, Protocol, ServicePort, StaleMatcher};
+use kubenode_conntrack::{
+    stale_diff, Endpoint, Error, Family, Flow, Protocol, ServicePort, StaleMatcher,
+};
 use proptest::prelude::*;
 
 fn svc(name: &str, vip: &str, port: u16) -> ServicePort {
@@ -348,10 +350,8 @@ fn arb_flow() -> impl Strategy<Value = Flow> {
         })
 }
 
-fn arb_case() -> impl Strategy<Value = (Vec<ServicePort>, HashMap<String, Vec<Endpoint>>, Vec<Flow>)>
-{
-    let services = (0usize..4).prop_flat_map(|n| (0..n).map(arb_service).collect::<Vec<_>>());
-    let eps = prop::collection::vec(
+fn arb_eps() -> impl Strategy<Value = HashMap<String, Vec<Endpoint>>> {
+    prop::collection::vec(
         prop::collection::vec(
             (
                 small_ip("10.244.0."),
@@ -374,8 +374,17 @@ fn arb_case() -> impl Strategy<Value = (Vec<ServicePort>, HashMap<String, Vec<En
                 )
             })
             .collect::<HashMap<_, _>>()
-    });
-    (services, eps, prop::collection::vec(arb_flow(), 0..40))
+    })
+}
+
+fn arb_case() -> impl Strategy<Value = (Vec<ServicePort>, HashMap<String, Vec<Endpoint>>, Vec<Flow>)>
+{
+    let services = (0usize..4).prop_flat_map(|n| (0..n).map(arb_service).collect::<Vec<_>>());
+    (
+        services,
+        arb_eps(),
+        prop::collection::vec(arb_flow(), 0..40),
+    )
 }
 
 proptest! {
@@ -388,6 +397,27 @@ proptest! {
         let want = upstream_is_stale(&services, &eps, &flows);
         let got: Vec<bool> = flows.iter().map(|f| m.is_stale(f)).collect();
         prop_assert_eq!(got, want);
+    }
+
+    /// The targeted path deletes what the full pass would: on a table the old tables left
+    /// clean, the flows the diff's flushes match, plus the stale ones among the flows its
+    /// frontend dumps list, are exactly the flows the new tables call stale.
+    #[test]
+    fn the_diff_selects_what_the_full_pass_selects(
+        (old_svcs, old_eps, flows) in arb_case(),
+        (new_svcs, new_eps, _) in arb_case(),
+    ) {
+        let old = StaleMatcher::build(Family::V4, &old_svcs, &old_eps).unwrap();
+        let new = StaleMatcher::build(Family::V4, &new_svcs, &new_eps).unwrap();
+        let table: Vec<&Flow> = flows.iter().filter(|f| !old.is_stale(f)).collect();
+        let d = stale_diff(&old, &new);
+        for f in &table {
+            let flushed = d.flushes.iter().any(|x| x.matches(f));
+            let dumped = d.frontends.iter().any(|x| x.matches(f)) && new.is_stale(f);
+            prop_assert!(!flushed || new.is_stale(f), "a flush hits a kept flow: {:?}", f);
+            prop_assert_eq!(flushed || dumped, new.is_stale(f), "{:?} {:?}", f, d);
+        }
+        prop_assert!(stale_diff(&new, &new).is_empty());
     }
 
     /// No flow is ever selected if its backend serves every service whose frontend or node

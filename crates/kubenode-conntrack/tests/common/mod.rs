@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use kubenode_conntrack::{Conntrack, Family, Flow, Tuple};
+use kubenode_conntrack::{Conntrack, Endpoint, Family, Flow, Protocol, ServicePort, Tuple};
 
 static N: AtomicU32 = AtomicU32::new(0);
 
@@ -105,4 +105,26 @@ pub fn family_of(flows: &[Flow]) -> Family {
         .and_then(|f| f.orig.src)
         .map(|a| Family::of(&a))
         .unwrap_or(Family::V4)
+}
+
+/// A UDP service port with a cluster IP and, unless 0, a node port.
+pub fn svc(name: &str, vip: &str, port: u16, node_port: u16) -> ServicePort {
+    ServicePort {
+        name: name.into(),
+        protocol: Protocol::Udp,
+        cluster_ip: Some(ip(vip)),
+        port,
+        node_port,
+        external_ips: vec![],
+        load_balancer_ips: vec![],
+    }
+}
+
+/// A serving endpoint.
+pub fn ep(a: &str, port: u16) -> Endpoint {
+    Endpoint {
+        ip: ip(a),
+        port,
+        serving: true,
+    }
 }

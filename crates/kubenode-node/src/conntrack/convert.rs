@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use kubenode_conntrack::{
-    parse_ip, protocol_number, DumpFilter, EndpointEntry, Error as CtError, ErrorKind, Flow,
-    Progress, ServiceEntry, Tuple, PHASE_DELETING, PHASE_LISTING,
+    parse_ip, protocol_number, CleanPath, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
+    ErrorKind, Flow, FullReason, Progress, ServiceEntry, Tuple, PHASE_DELETING, PHASE_LISTING,
 };
 use napi::bindgen_prelude::Either;
 use std::sync::atomic::Ordering;
@@ -163,5 +163,36 @@ pub fn progress_out(p: &Progress) -> ConntrackProgress {
         listed: p.listed.load(Ordering::Relaxed) as f64,
         stale: p.stale.load(Ordering::Relaxed) as f64,
         deleted: p.deleted.load(Ordering::Relaxed) as f64,
+    }
+}
+
+pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
+    ConntrackCleanOutcome {
+        listed: r.listed as f64,
+        stale: r.stale as f64,
+        deleted: r.deleted as f64,
+        not_found: r.not_found as f64,
+        failed: r.failed as f64,
+        partial: r.partial,
+        attempts: r.attempts,
+        seconds: r.seconds,
+        first_error: r.first_error,
+        path: match r.path {
+            CleanPath::Full => ConntrackCleanPath::Full,
+            CleanPath::Targeted => ConntrackCleanPath::Targeted,
+            CleanPath::Unchanged => ConntrackCleanPath::Unchanged,
+        },
+        full_reason: r.full_reason.map(|w| match w {
+            FullReason::First => ConntrackFullReason::First,
+            FullReason::Requested => ConntrackFullReason::Requested,
+            FullReason::DryRun => ConntrackFullReason::DryRun,
+            FullReason::PreviousIncomplete => ConntrackFullReason::PreviousIncomplete,
+            FullReason::Unsupported => ConntrackFullReason::Unsupported,
+            FullReason::Cost => ConntrackFullReason::Cost,
+        }),
+        targeted_estimate: r.estimate.map(|e| e.targeted_seconds),
+        full_estimate: r.estimate.map(|e| e.full_seconds),
+        flushes: r.flushes as f64,
+        error: None,
     }
 }

@@ -90,7 +90,9 @@ impl JsConntrack {
         self.batch(family, flows, true)
     }
 
-    /// One whole list → match → delete pass for `family`. The tables are checked in the task.
+    /// One cleanup pass for `family`: full, or targeted at what changed since this handle's
+    /// last successful pass (the core decides; `full` forces a full pass). The tables are
+    /// checked in the task.
     #[napi(ts_return_type = "Promise<ConntrackCleanOutcome>")]
     pub fn clean_stale(
         &self,
@@ -98,6 +100,7 @@ impl JsConntrack {
         services: Vec<ConntrackService>,
         endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
         dry_run: Option<bool>,
+        full: Option<bool>,
     ) -> Result<AsyncTask<CleanTask>> {
         Ok(AsyncTask::new(CleanTask {
             ct: self.inner.clone(),
@@ -110,6 +113,7 @@ impl JsConntrack {
                 .collect::<Result<Vec<_>>>()?,
             endpoints: endpoints_in(endpoints)?,
             dry_run: dry_run.unwrap_or(false),
+            full: full.unwrap_or(false),
         }))
     }
 
@@ -131,6 +135,7 @@ impl JsConntrack {
                 f.recv_enobufs = faults.recv_enobufs.unwrap_or(0);
                 f.dump_intr = faults.dump_intr.unwrap_or(0);
                 f.trunc = faults.trunc.unwrap_or(0);
+                f.cost_choice = faults.prefer_targeted;
                 Ok(())
             })
             .err()

@@ -11,7 +11,7 @@ use kubenode_conntrack::{
 };
 use napi::{Env, Task};
 
-use super::convert::{flow_out, task_error};
+use super::convert::{clean_out, flow_out, task_error};
 use super::handle::JsConntrack;
 use super::types::*;
 
@@ -135,6 +135,7 @@ pub struct CleanTask {
     pub(super) services: Vec<ServiceEntry>,
     pub(super) endpoints: HashMap<String, Vec<EndpointEntry>>,
     pub(super) dry_run: bool,
+    pub(super) full: bool,
 }
 
 impl Task for CleanTask {
@@ -144,6 +145,7 @@ impl Task for CleanTask {
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let opts = CleanOptions {
             dry_run: self.dry_run,
+            full: self.full,
         };
         let (family, progress) = (self.family, &*self.progress);
         // The tables are checked (and the matcher built) before the handle is touched.
@@ -157,18 +159,7 @@ impl Task for CleanTask {
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         Ok(match output {
-            Ok(r) => ConntrackCleanOutcome {
-                listed: r.listed as f64,
-                stale: r.stale as f64,
-                deleted: r.deleted as f64,
-                not_found: r.not_found as f64,
-                failed: r.failed as f64,
-                partial: r.partial,
-                attempts: r.attempts,
-                seconds: r.seconds,
-                first_error: r.first_error,
-                error: None,
-            },
+            Ok(r) => clean_out(r),
             Err(e) => ConntrackCleanOutcome {
                 listed: 0.0,
                 stale: 0.0,
@@ -179,6 +170,11 @@ impl Task for CleanTask {
                 attempts: 0,
                 seconds: 0.0,
                 first_error: None,
+                path: ConntrackCleanPath::Full,
+                full_reason: None,
+                targeted_estimate: None,
+                full_estimate: None,
+                flushes: 0.0,
                 error: Some(task_error(&e)),
             },
         })

@@ -81,6 +81,28 @@ pub struct ConntrackBatchOutcome {
     pub error: Option<ConntrackTaskError>,
 }
 
+/// Which path a cleanup pass took.
+#[napi(string_enum = "camelCase")]
+pub enum ConntrackCleanPath {
+    /// Upstream's whole-table pass.
+    Full,
+    /// Only what changed since the handle's last successful pass.
+    Targeted,
+    /// Nothing changed that could make a flow stale: no request was sent.
+    Unchanged,
+}
+
+/// Why a full cleanup pass ran: the core's `FullReason` (described on the TS `FullReason`).
+#[napi(string_enum = "camelCase")]
+pub enum ConntrackFullReason {
+    First,
+    Requested,
+    DryRun,
+    PreviousIncomplete,
+    Unsupported,
+    Cost,
+}
+
 #[napi(object)]
 pub struct ConntrackCleanOutcome {
     pub listed: f64,
@@ -92,6 +114,13 @@ pub struct ConntrackCleanOutcome {
     pub attempts: u32,
     pub seconds: f64,
     pub first_error: Option<String>,
+    pub path: ConntrackCleanPath,
+    pub full_reason: Option<ConntrackFullReason>,
+    /// The estimates a cost decision compared, in seconds.
+    pub targeted_estimate: Option<f64>,
+    pub full_estimate: Option<f64>,
+    /// Filtered flushes sent.
+    pub flushes: f64,
     pub error: Option<ConntrackTaskError>,
 }
 
@@ -110,6 +139,8 @@ pub struct ConntrackFaults {
     pub recv_enobufs: Option<u32>,
     pub dump_intr: Option<u32>,
     pub trunc: Option<u32>,
+    /// Pins the cleanup's targeted-vs-full choice (tests).
+    pub prefer_targeted: Option<bool>,
 }
 
 #[napi(object, object_from_js = false)]

@@ -1,0 +1,97 @@
+//! Upstream's stale rules for what changed between two syncs, as kernel filters.
+//!
+//! Why the result equals upstream's full pass: after a successful pass with the old tables no
+//! flow is stale under them (`old.is_stale(f)` is false for every flow left). A flow `f` that
+//! the new tables call stale has a frontend key `k` (VIP:port, or node port) in the new
+//! matcher whose serving set lacks `f`'s reply source `b`. Either `k` was not a key before (a
+//! new frontend, or one whose service had no serving endpoint and was skipped) — then
+//! every flow to `k` is decided again from a dump filtered to `k` — or `k` was a key and,
+//! since `f` was not stale then, `b` was in its old set: `(k, b)` is a removed pair, and a
+//! flush filtered to exactly `k` and `b` deletes `f`. Conversely every flow such a flush
+//! deletes is stale under the new tables (`k` is a key whose set lacks `b`), so no flow to a
+//! serving endpoint is touched. Flows created stale between two passes (a race upstream's
+//! every-sync full pass also only catches at its next run) are left to the periodic full pass.
+
+use crate::consts::IPPROTO_UDP;
+use crate::flow::DumpFilter;
+use crate::flush::FlushFilter;
+use crate::hash::{FxMap, FxSet};
+use crate::stale::{Backend, StaleMatcher};
+
+/// The work a targeted pass does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StaleDiff {
+    /// One filtered flush per removed (frontend, backend) pair.
+    pub flushes: Vec<FlushFilter>,
+    /// Frontends the old matcher did not know: each is dumped (filtered in the kernel to the
+    /// frontend) and decided flow by flow with the new matcher.
+    pub frontends: Vec<DumpFilter>,
+}
+
+impl StaleDiff {
+    /// Nothing can have become stale.
+    pub fn is_empty(&self) -> bool {
+        self.flushes.is_empty() && self.frontends.is_empty()
+    }
+
+    /// Walks over the table the targeted pass costs (one per flush or dump).
+    pub fn walks(&self) -> usize {
+        self.flushes.len() + self.frontends.len()
+    }
+}
+
+/// The diff of one kind of frontend key: new keys become frontend dumps, backends gone from a
+/// known key become flushes.
+fn diff_keys<K: std::hash::Hash + Eq + Copy>(
+    (old, old_sets): (&FxMap<K, u32>, &[FxSet<Backend>]),
+    (new, new_sets): (&FxMap<K, u32>, &[FxSet<Backend>]),
+    frontend: impl Fn(K) -> DumpFilter,
+    pair: impl Fn(K, Backend) -> FlushFilter,
+    d: &mut StaleDiff,
+) {
+    let empty = FxSet::default();
+    for (&k, &i) in new {
+        let now = new_sets.get(i as usize).unwrap_or(&empty);
+        match old.get(&k) {
+            None => d.frontends.push(frontend(k)),
+            Some(&j) => {
+                let before = old_sets.get(j as usize).unwrap_or(&empty);
+                let gone = before.iter().filter(|b| !now.contains(b));
+                d.flushes.extend(gone.map(|&b| pair(k, b)));
+            }
+        }
+    }
+}
+
+/// What changed from `old` (the tables of the last successful pass) to `new`.
+pub fn stale_diff(old: &StaleMatcher, new: &StaleMatcher) -> StaleDiff {
+    let mut d = StaleDiff::default();
+    let udp = |orig_dst, port, reply: Option<Backend>| FlushFilter {
+        proto: IPPROTO_UDP,
+        orig_dst,
+        orig_dst_port: Some(port),
+        reply_src: reply.map(|b| b.0),
+        reply_src_port: reply.map(|b| b.1),
+    };
+    let dump = |f: FlushFilter| DumpFilter {
+        proto: Some(f.proto),
+        orig_dst: f.orig_dst,
+        orig_dst_port: f.orig_dst_port,
+    };
+    diff_keys(
+        (&old.vip, &old.sets),
+        (&new.vip, &new.sets),
+        |(ip, port)| dump(udp(Some(ip), port, None)),
+        |(ip, port), b| udp(Some(ip), port, Some(b)),
+        &mut d,
+    );
+    // Upstream's node-port rule ignores the destination IP: so do these filters.
+    diff_keys(
+        (&old.node_port, &old.sets),
+        (&new.node_port, &new.sets),
+        |np| dump(udp(None, np, None)),
+        |np, b| udp(None, np, Some(b)),
+        &mut d,
+    );
+    d
+}

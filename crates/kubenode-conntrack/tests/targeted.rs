@@ -1,0 +1,199 @@
+//! Filtered flushes and the targeted cleanup path, against the real kernel.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{dnat, ep, ip, svc, tcp, Netns};
+use kubenode_conntrack::{
+    clean_stale, CleanOptions, CleanPath, CleanReport, Conntrack, DumpFilter, Endpoint, Family,
+    FlushFilter, FlushSupport, FullReason, Progress, ServicePort, StaleMatcher,
+};
+
+type Key = (u16, std::net::IpAddr, u16);
+
+/// (client port, reply source, reply port) of every UDP entry left, sorted.
+fn left(ct: &mut Conntrack) -> Vec<Key> {
+    let udp = DumpFilter {
+        proto: Some(17),
+        ..Default::default()
+    };
+    let mut k: Vec<Key> = ct
+        .list(Family::V4, &udp)
+        .unwrap()
+        .0
+        .iter()
+        .map(|f| (f.orig.src_port, f.reply.src.unwrap(), f.reply.src_port))
+        .collect();
+    k.sort();
+    k
+}
+
+#[test]
+fn a_filtered_flush_deletes_exactly_the_matching_flows() {
+    let ns = Netns::new();
+    let mut ct = ns.open();
+    // Probed at open: this kernel (6.x) deletes by filter.
+    assert_eq!(ct.flush_support(), FlushSupport::Supported);
+    let flows = vec![
+        dnat("10.0.0.1", 1000, "10.96.0.10", 53, "10.244.0.5", 5353),
+        dnat("10.0.0.1", 1001, "10.96.0.10", 53, "10.244.0.6", 5353),
+        dnat("10.0.0.1", 1002, "10.96.0.10", 53, "10.244.0.5", 6000),
+        dnat("10.0.0.1", 1003, "10.96.0.11", 53, "10.244.0.5", 5353),
+        dnat("10.0.0.1", 1004, "192.0.2.1", 30053, "10.244.0.5", 5353),
+        dnat("10.0.0.1", 1005, "192.0.2.2", 30053, "10.244.0.5", 5353),
+        tcp("10.0.0.1", 1006, "10.96.0.10", 53, "10.244.0.5", 5353),
+    ];
+    assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 7);
+    assert_eq!(ct.table_count().unwrap(), 7);
+    // The probe matches nothing.
+    let (support, walk) = ct.probe_flush(Family::V4);
+    assert_eq!(support, FlushSupport::Supported);
+    assert!(walk.is_some());
+    assert_eq!(ct.table_count().unwrap(), 7, "the probe deletes nothing");
+
+    // One (VIP:port, backend) pair: only that frontend's UDP flows to that backend.
+    let vip_pair = FlushFilter {
+        proto: 17,
+        orig_dst: Some(ip("10.96.0.10")),
+        orig_dst_port: Some(53),
+        reply_src: Some(ip("10.244.0.5")),
+        reply_src_port: Some(5353),
+    };
+    ct.flush(Family::V4, &vip_pair).unwrap();
+    assert_eq!(ct.table_count().unwrap(), 6);
+    let want = |ports: &[u16]| -> Vec<u16> { ports.to_vec() };
+    let ports = |ct: &mut Conntrack| left(ct).iter().map(|k| k.0).collect::<Vec<_>>();
+    assert_eq!(ports(&mut ct), want(&[1001, 1002, 1003, 1004, 1005]));
+    // A node port pair: any destination IP.
+    let np_pair = FlushFilter {
+        orig_dst: None,
+        orig_dst_port: Some(30053),
+        ..vip_pair
+    };
+    ct.flush(Family::V4, &np_pair).unwrap();
+    assert_eq!(ports(&mut ct), want(&[1001, 1002, 1003]));
+    assert_eq!(ct.table_count().unwrap(), 4, "the TCP flow is untouched");
+    // The other family's flows are never touched by an IPv6 flush, and an IPv4 address in
+    // an IPv6 flush is refused before any request.
+    assert!(ct.flush(Family::V6, &vip_pair).is_err());
+    assert_eq!(ct.table_count().unwrap(), 4);
+}
+
+struct Tables {
+    services: Vec<ServicePort>,
+    endpoints: HashMap<String, Vec<Endpoint>>,
+}
+
+impl Tables {
+    fn matcher(&self) -> StaleMatcher {
+        StaleMatcher::build(Family::V4, &self.services, &self.endpoints).unwrap()
+    }
+}
+
+fn pass(ct: &mut Conntrack, t: &Tables, full: bool) -> CleanReport {
+    let opts = CleanOptions {
+        full,
+        ..Default::default()
+    };
+    clean_stale(ct, Family::V4, &t.matcher(), opts, &Progress::default()).unwrap()
+}
+
+/// Makes the targeted path win (or lose) whatever this loaded machine measured.
+fn pin_costs(ct: &mut Conntrack, targeted_wins: bool) {
+    let table = ct.table_count().unwrap();
+    let m = ct.stale_costs_mut(Family::V4);
+    m.record_walk(if targeted_wins { 1e-6 } else { 1.0 }, table);
+    m.record_full(1e-3, table);
+}
+
+#[test]
+fn the_handle_takes_the_targeted_path_for_what_changed() {
+    let ns = Netns::new();
+    let mut ct = ns.open();
+    let mut t = Tables {
+        services: vec![
+            svc("dns", "10.96.0.10", 53, 30053),
+            svc("empty", "10.96.0.20", 53, 0),
+        ],
+        endpoints: HashMap::from([(
+            "dns".to_string(),
+            vec![ep("10.244.0.5", 5353), ep("10.244.0.6", 5353)],
+        )]),
+    };
+    let r = pass(&mut ct, &t, false);
+    assert_eq!(
+        (r.path, r.full_reason),
+        (CleanPath::Full, Some(FullReason::First))
+    );
+    let r = pass(&mut ct, &t, false);
+    assert_eq!((r.path, r.flushes), (CleanPath::Unchanged, 0), "{r:?}");
+
+    let flows = vec![
+        dnat("10.0.0.1", 1000, "10.96.0.10", 53, "10.244.0.5", 5353),
+        dnat("10.0.0.1", 1001, "10.96.0.10", 53, "10.244.0.6", 5353),
+        dnat("10.0.0.1", 1002, "203.0.113.9", 30053, "10.244.0.5", 5353),
+        dnat("10.0.0.1", 1003, "203.0.113.9", 30053, "10.244.0.6", 5353),
+        // To the service without endpoints: not DNATed, answered by the VIP itself.
+        dnat("10.0.0.1", 1004, "10.96.0.20", 53, "10.96.0.20", 53),
+        // Unrelated, and a pod-to-pod flow to the backend that goes away.
+        dnat("10.0.0.1", 1005, "203.0.113.10", 9999, "203.0.113.10", 9999),
+        dnat("10.0.0.1", 1006, "10.244.0.6", 5353, "10.244.0.6", 5353),
+    ];
+    assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 7);
+    pin_costs(&mut ct, true);
+
+    // 10.244.0.6 stops serving; "empty" gets its first endpoint.
+    t.endpoints
+        .insert("dns".into(), vec![ep("10.244.0.5", 5353)]);
+    t.endpoints
+        .insert("empty".into(), vec![ep("10.244.1.1", 5353)]);
+    let r = pass(&mut ct, &t, false);
+    assert_eq!(r.path, CleanPath::Targeted, "{r:?}");
+    // Two pairs flushed (VIP and node port); one frontend dumped.
+    assert_eq!((r.flushes, r.listed), (2, 1), "{r:?}");
+    assert_eq!((r.deleted, r.failed), (3, 0), "{r:?}");
+    let e = r.estimate.unwrap();
+    assert!(e.targeted_seconds < e.full_seconds);
+    let ports: Vec<u16> = left(&mut ct).iter().map(|k| k.0).collect();
+    assert_eq!(ports, vec![1000, 1002, 1005, 1006]);
+
+    // The same change again, measured the other way round: one full pass.
+    ct.create(
+        Family::V4,
+        &[dnat("10.0.0.1", 1007, "10.96.0.10", 53, "10.244.0.5", 5353)],
+    )
+    .unwrap();
+    t.endpoints
+        .insert("dns".into(), vec![ep("10.244.0.7", 5353)]);
+    pin_costs(&mut ct, false);
+    let r = pass(&mut ct, &t, false);
+    assert_eq!(
+        (r.path, r.full_reason),
+        (CleanPath::Full, Some(FullReason::Cost)),
+        "{r:?}"
+    );
+    assert!(r.estimate.is_some());
+    assert_eq!(r.deleted, 3, "{r:?}");
+    let r = pass(&mut ct, &t, true);
+    assert_eq!(r.full_reason, Some(FullReason::Requested));
+    let ports: Vec<u16> = left(&mut ct).iter().map(|k| k.0).collect();
+    assert_eq!(ports, vec![1005, 1006]);
+}
+
+#[test]
+fn a_partial_pass_makes_the_next_one_full() {
+    let ns = Netns::new();
+    let mut ct = ns.open();
+    let t = Tables {
+        services: vec![svc("dns", "10.96.0.10", 53, 0)],
+        endpoints: HashMap::from([("dns".to_string(), vec![ep("10.244.0.5", 5353)])]),
+    };
+    ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
+    let r = pass(&mut ct, &t, false);
+    assert!(r.partial);
+    let r = pass(&mut ct, &t, false);
+    assert_eq!(r.full_reason, Some(FullReason::PreviousIncomplete));
+    let r = pass(&mut ct, &t, false);
+    assert_eq!(r.path, CleanPath::Unchanged);
+}
