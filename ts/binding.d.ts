@@ -52,7 +52,7 @@ export declare class Conntrack {
    * (that would block the JS thread for a whole dump): reports `busy` instead. Returns the
    * failure, if any, like a task outcome's `error`.
    */
-  injectFaults(faults: ConntrackFaults): ConntrackTaskError | null
+  injectFaults(faults: ConntrackFaults): NativeError | null
   /**
    * Closes the socket; later calls fail. Returns at once: a running task closes the socket
    * when it finishes.
@@ -172,7 +172,7 @@ export interface ConntrackBatchOutcome {
   notFound: number
   failed: number
   firstError?: string
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackCleanOutcome {
@@ -185,7 +185,7 @@ export interface ConntrackCleanOutcome {
   attempts: number
   seconds: number
   firstError?: string
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackEndpoint {
@@ -223,12 +223,12 @@ export interface ConntrackListOutcome {
   flows: Array<ConntrackFlow>
   partial: boolean
   attempts: number
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackOpenOutcome {
   handle?: Conntrack
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackProgress {
@@ -250,23 +250,74 @@ export interface ConntrackService {
   loadBalancerIps?: Array<string>
 }
 
-/** A failure reported in a task outcome (a Task can only reject with a plain status). */
-export interface ConntrackTaskError {
-  /** `ERR_KUBENODE_*`. */
-  code: string
-  /**
-   * `invalid-argument`, `out-of-range`, `family`, `closed`, `busy`, `permission`,
-   * `unavailable`, `parse` or `io`.
-   */
-  kind: string
-  message: string
-}
-
 export interface ConntrackTuple {
   srcIp?: string
   dstIp?: string
   srcPort: number
   dstPort: number
+}
+
+/** Stable `code` of every kubenode error, one per kind of failure (`error.code` in JS). */
+export declare enum ErrorCode {
+  InvalidArg = 'ERR_KUBENODE_INVALID_ARG',
+  OutOfRange = 'ERR_KUBENODE_OUT_OF_RANGE',
+  Io = 'ERR_KUBENODE_IO',
+  Permission = 'ERR_KUBENODE_PERMISSION',
+  Parse = 'ERR_KUBENODE_PARSE',
+  Conflict = 'ERR_KUBENODE_CONFLICT',
+  Unsupported = 'ERR_KUBENODE_UNSUPPORTED',
+  /** Raised by the TypeScript loader when no binary matches the platform. */
+  BindingMissing = 'ERR_KUBENODE_BINDING_MISSING',
+  /** A failure with no kubenode code (a napi status), raised by the TypeScript façade. */
+  Internal = 'ERR_KUBENODE_INTERNAL',
+}
+
+/** What went wrong, finer than the code: the core's own class of failure. */
+export declare enum ErrorKind {
+  InvalidArgument = 'invalid-argument',
+  OutOfRange = 'out-of-range',
+  /** An address or table of the other IP family than the operation's (conntrack). */
+  Family = 'family',
+  /** The conntrack handle was closed. */
+  Closed = 'closed',
+  /** The conntrack handle is in use by a running task. */
+  Busy = 'busy',
+  Permission = 'permission',
+  /** ctnetlink is not available. */
+  Unavailable = 'unavailable',
+  Parse = 'parse',
+  Io = 'io',
+  /** Invalid user-namespace configuration (ids per pod, mapping pool, max pods). */
+  Config = 'config',
+  Conflict = 'conflict',
+  /** No free user-namespace range left. */
+  Exhausted = 'exhausted',
+  /** Another manager holds the pods directory's lock. */
+  Locked = 'locked',
+  /** A pod UID that cannot name a directory inside the pods directory. */
+  InvalidPodUid = 'invalid-pod-uid',
+  Unsupported = 'unsupported',
+  /** A Kubernetes release that is malformed or that kubenode has no safe list for. */
+  KubernetesVersion = 'kubernetes-version',
+}
+
+/**
+ * The subsystem whose core reported the error, for the subsystems that have their own error
+ * classes in JS. Absent for argument-conversion errors.
+ */
+export declare enum ErrorScope {
+  Conntrack = 'conntrack',
+  Sysctl = 'sysctl',
+  Userns = 'userns',
+}
+
+/** A failure, as a task outcome's `error` and as the fields of a thrown error. */
+export interface NativeError {
+  code: ErrorCode
+  kind: ErrorKind
+  /** The core's message (upstream's text wherever upstream has one). */
+  message: string
+  scope?: ErrorScope
 }
 
 export declare function servicecidrBroadcastAddress(cidr: string): string
@@ -337,7 +388,7 @@ export declare function sysctlApply(target: SysctlTarget, sysctls: Array<SysctlP
 
 export interface SysctlApplyOutcome {
   applied: Array<SysctlApplied>
-  error?: SysctlTaskError
+  error?: NativeError
 }
 
 /** Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`). */
@@ -383,7 +434,7 @@ export declare function sysctlProbeDefaultNames(): Array<string>
 
 export interface SysctlProbeOutcome {
   results: Array<SysctlProbeResult>
-  error?: SysctlTaskError
+  error?: NativeError
 }
 
 export interface SysctlProbeResult {
@@ -447,11 +498,6 @@ export interface SysctlTarget {
   utsnsPath?: string
 }
 
-export interface SysctlTaskError {
-  code: string
-  message: string
-}
-
 /**
  * `validateSysctls` over the names in spec order. `flags`: 1 hostNetwork, 2 hostIPC,
  * 4 AllowNamespacedSysctlsForHostNetAndHostIPC.
@@ -506,7 +552,7 @@ export interface UsernsListedPod {
 
 export interface UsernsListOutcome {
   pods: Array<UsernsListedPod>
-  error?: UsernsTaskError
+  error?: NativeError
 }
 
 export interface UsernsOutcome {
@@ -514,22 +560,11 @@ export interface UsernsOutcome {
   gids: Array<UsernsIdMapping>
   restored: number
   staleTempFilesRemoved: number
-  error?: UsernsTaskError
+  error?: NativeError
 }
 
 /** Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text. */
 export declare function usernsParseFile(content: Uint8Array): Array<number>
-
-export interface UsernsTaskError {
-  /** `ERR_KUBENODE_*`. */
-  code: string
-  /**
-   * `config`, `parse`, `conflict`, `exhausted`, `locked`, `invalid-pod-uid`, `io`,
-   * `permission` or `unsupported`.
-   */
-  kind: string
-  message: string
-}
 
 /** Kubelet config validation of `userNamespaces.idsPerPod`. */
 export declare function usernsValidateIdsPerPod(v: number): number
@@ -539,7 +574,7 @@ export declare function usernsVerifyMapping(hostId: number, length: number): Pro
 
 export interface UsernsVerifyOutcome {
   report?: UsernsVerifyReport
-  error?: UsernsTaskError
+  error?: NativeError
 }
 
 /** Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping. */

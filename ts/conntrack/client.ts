@@ -1,7 +1,7 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { assertString, describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeError, KubenodeTypeError, outcomeOrThrow } from '../errors.js';
 import { native } from '../native.js';
 import { ConntrackClosedError, conntrackError } from './errors.js';
 import { assertNumber, type IPFamily } from './tables.js';
@@ -121,13 +121,6 @@ export function toNativeFlow(f: Flow, i: number): NativeFlow {
   };
 }
 
-type NativeOutcome = { error?: { code: string; kind: string; message: string } | null };
-
-export function check<T extends NativeOutcome>(o: T): T {
-  if (o.error) throw conntrackError(o.error);
-  return o;
-}
-
 /**
  * The raw handle of an open `Conntrack` (throws ConntrackClosedError once closed). Internal:
  * `cleanStaleEntries` and the test hooks in `testing.ts` use it; the package does not export it.
@@ -168,7 +161,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    if (!o.handle) throw conntrackError(o.error ?? { code: 'ERR_KUBENODE_INTERNAL', message: 'no handle' });
+    if (!o.handle) throw conntrackError(o.error ?? new KubenodeError('ERR_KUBENODE_INTERNAL', 'no handle'));
     return new Conntrack(o.handle);
   }
 
@@ -190,7 +183,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    const o = check(await task);
+    const o = outcomeOrThrow(await task);
     return {
       flows: o.flows.map((f) => ({
         protocol: f.protocol,
@@ -233,7 +226,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    const o = check(await task);
+    const o = outcomeOrThrow(await task);
     return {
       deleted: o.ok + o.notFound,
       notFound: o.notFound,

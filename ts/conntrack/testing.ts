@@ -1,8 +1,8 @@
 // Test and benchmark hooks on a Conntrack handle. Not part of the public API: the package's
 // entry points do not export this module; the repository's tests and benches import it directly.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { assertString, describe, KubenodeTypeError } from '../errors.js';
-import { type Conntrack, check, type Flow, handleOf, toNativeFlow } from './client.js';
+import { assertString, describe, KubenodeTypeError, outcomeOrThrow } from '../errors.js';
+import { type Conntrack, type Flow, handleOf, toNativeFlow } from './client.js';
 import { conntrackError } from './errors.js';
 import type { IPFamily } from './tables.js';
 
@@ -29,7 +29,7 @@ export async function createEntries(
   } catch (e) {
     throw conntrackError(e);
   }
-  const o = check(await task);
+  const o = outcomeOrThrow(await task);
   return {
     created: o.ok,
     failed: o.failed + o.notFound,

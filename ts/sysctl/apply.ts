@@ -1,6 +1,5 @@
 // Applying sysctls inside a pod's namespaces, and probing which sysctls really are namespaced
 // on this kernel. Both run on dedicated native threads off the JS thread.
-import type { SysctlTaskError } from '../binding.js';
 import {
   assertInteger,
   assertString,
@@ -8,8 +7,8 @@ import {
   describe,
   fromNative,
   KubenodeError,
-  type KubenodeErrorCode,
   KubenodeTypeError,
+  outcomeOrThrow,
 } from '../errors.js';
 import { native } from '../native.js';
 import type { SysctlNamespace } from './types.js';
@@ -44,16 +43,9 @@ export interface AppliedSysctl {
   value: string;
 }
 
-function taskError(e: SysctlTaskError): Error {
-  return fromNative(Object.assign(new Error(e.message), { code: e.code })) as Error;
-}
-
 function linuxOnly(what: string): void {
   if (process.platform !== 'linux') {
-    throw new KubenodeError(
-      'ERR_KUBENODE_UNSUPPORTED' as KubenodeErrorCode,
-      `${what} needs Linux namespaces`,
-    );
+    throw new KubenodeError('ERR_KUBENODE_UNSUPPORTED', `${what} needs Linux namespaces`);
   }
 }
 
@@ -97,8 +89,7 @@ export async function applySysctls(
   } catch (e) {
     throw fromNative(e);
   }
-  if (outcome.error) throw taskError(outcome.error);
-  return outcome.applied;
+  return outcomeOrThrow(outcome).applied;
 }
 
 /**
@@ -152,8 +143,7 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
       assertString(`names[${i}]`, n);
     });
   }
-  const outcome = await awaitNative(native.sysctlProbe(names ? [...names] : undefined));
-  if (outcome.error) throw taskError(outcome.error);
+  const outcome = outcomeOrThrow(await awaitNative(native.sysctlProbe(names ? [...names] : undefined)));
   const summary: Record<ProbeOutcome, number> = {
     isolated: 0,
     leaked: 0,

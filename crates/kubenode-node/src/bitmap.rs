@@ -1,18 +1,19 @@
 use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, SplitMix64, Strategy};
 use napi::bindgen_prelude::{Buffer, Uint32ArraySlice};
+use napi::Env;
 use napi_derive::napi;
 
 use crate::convert;
-use crate::errors::{err, Code, Error, Result};
+use crate::errors::{err, throwing, ErrorCode, NativeError};
 
-fn to_js(e: BitmapError) -> Error {
+fn to_js(e: BitmapError) -> NativeError {
     let code = match e {
         // Like Node's own failed buffer allocations, a map too big for memory is a range error.
         BitmapError::OutOfRange { .. }
         | BitmapError::AllocationFailed { .. }
-        | BitmapError::InvalidOffset { .. } => Code::OutOfRange,
-        BitmapError::RangeMismatch => Code::Conflict,
-        _ => Code::InvalidArg,
+        | BitmapError::InvalidOffset { .. } => ErrorCode::OutOfRange,
+        BitmapError::RangeMismatch => ErrorCode::Conflict,
+        _ => ErrorCode::InvalidArg,
     };
     err(code, e)
 }
@@ -41,37 +42,46 @@ pub struct JsAllocationBitmap {
 #[napi]
 impl JsAllocationBitmap {
     #[napi(constructor)]
-    pub fn new(max: f64, range_spec: String, options: Option<BitmapOptions>) -> Result<Self> {
-        let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
-        let opts = options.unwrap_or(BitmapOptions {
-            strategy: None,
-            offset: None,
-            seed: None,
-        });
-        let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
-            "random-scan" => {
-                let offset = match opts.offset {
-                    Some(o) => convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize,
-                    None => 0,
-                };
-                Strategy::RandomScan { offset }
-            }
-            "contiguous-scan" => Strategy::ContiguousScan,
-            other => {
-                return Err(err(
-                    Code::InvalidArg,
-                    format!(
-                        "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
-                    ),
-                ))
-            }
-        };
-        let rng = match opts.seed {
-            Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
-            None => SplitMix64::from_entropy(),
-        };
-        let inner = Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?;
-        Ok(Self { inner })
+    pub fn new(
+        env: Env,
+        max: f64,
+        range_spec: String,
+        options: Option<BitmapOptions>,
+    ) -> napi::Result<Self> {
+        throwing(&env, || {
+            let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
+            let opts = options.unwrap_or(BitmapOptions {
+                strategy: None,
+                offset: None,
+                seed: None,
+            });
+            let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
+                "random-scan" => {
+                    let offset = match opts.offset {
+                        Some(o) => {
+                            convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize
+                        }
+                        None => 0,
+                    };
+                    Strategy::RandomScan { offset }
+                }
+                "contiguous-scan" => Strategy::ContiguousScan,
+                other => {
+                    return Err(err(
+                        ErrorCode::InvalidArg,
+                        format!(
+                            "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
+                        ),
+                    ))
+                }
+            };
+            let rng = match opts.seed {
+                Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
+                None => SplitMix64::from_entropy(),
+            };
+            let inner = Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?;
+            Ok(Self { inner })
+        })
     }
 
     #[napi(getter)]
@@ -85,27 +95,35 @@ impl JsAllocationBitmap {
     }
 
     #[napi]
-    pub fn allocate(&mut self, i: f64) -> Result<bool> {
-        let i = convert::integer("offset", i)?;
-        self.inner.allocate(i).map_err(to_js)
+    pub fn allocate(&mut self, env: Env, i: f64) -> napi::Result<bool> {
+        throwing(&env, || {
+            let i = convert::integer("offset", i)?;
+            self.inner.allocate(i).map_err(to_js)
+        })
     }
 
     #[napi]
-    pub fn allocate_next(&mut self) -> Result<Option<f64>> {
-        Ok(self.inner.allocate_next().map_err(to_js)?.map(|i| i as f64))
+    pub fn allocate_next(&mut self, env: Env) -> napi::Result<Option<f64>> {
+        throwing(&env, || {
+            Ok(self.inner.allocate_next().map_err(to_js)?.map(|i| i as f64))
+        })
     }
 
     #[napi]
-    pub fn release(&mut self, i: f64) -> Result<()> {
-        let i = convert::index("offset", i, u64::MAX >> 11)?;
-        self.inner.release(i as usize);
-        Ok(())
+    pub fn release(&mut self, env: Env, i: f64) -> napi::Result<()> {
+        throwing(&env, || {
+            let i = convert::index("offset", i, u64::MAX >> 11)?;
+            self.inner.release(i as usize);
+            Ok(())
+        })
     }
 
     #[napi]
-    pub fn has(&self, i: f64) -> Result<bool> {
-        let i = convert::index("offset", i, u64::MAX >> 11)?;
-        Ok(self.inner.has(i as usize))
+    pub fn has(&self, env: Env, i: f64) -> napi::Result<bool> {
+        throwing(&env, || {
+            let i = convert::index("offset", i, u64::MAX >> 11)?;
+            Ok(self.inner.has(i as usize))
+        })
     }
 
     #[napi]
@@ -136,8 +154,8 @@ impl JsAllocationBitmap {
     }
 
     #[napi]
-    pub fn restore(&mut self, range: String, data: &[u8]) -> Result<()> {
-        self.inner.restore(&range, data).map_err(to_js)
+    pub fn restore(&mut self, env: Env, range: String, data: &[u8]) -> napi::Result<()> {
+        throwing(&env, || self.inner.restore(&range, data).map_err(to_js))
     }
 }
 
@@ -149,10 +167,16 @@ impl JsAllocationBitmap {
     /// Fills `out` by consecutive allocateNext calls; returns how many slots were taken (fewer
     /// than `out.length` only when the map filled up).
     #[napi]
-    pub fn allocate_next_into(&mut self, mut out: Uint32ArraySlice<'_>) -> Result<u32> {
-        // SAFETY: JS is blocked for the whole call, so nothing else touches the array's memory.
-        let out = unsafe { out.as_mut() };
-        Ok(self.inner.allocate_next_into(out).map_err(to_js)? as u32)
+    pub fn allocate_next_into(
+        &mut self,
+        env: Env,
+        mut out: Uint32ArraySlice<'_>,
+    ) -> napi::Result<u32> {
+        throwing(&env, || {
+            // SAFETY: JS is blocked for the whole call, so nothing else touches the array's memory.
+            let out = unsafe { out.as_mut() };
+            Ok(self.inner.allocate_next_into(out).map_err(to_js)? as u32)
+        })
     }
 
     /// Releases every slot; returns how many were taken before.
@@ -164,10 +188,12 @@ impl JsAllocationBitmap {
     /// `release_many` for JS numbers: every value is checked before any slot is released, so a
     /// bad value leaves the map unchanged.
     #[napi]
-    pub fn release_many_numbers(&mut self, slots: &[f64]) -> Result<u32> {
-        for &i in slots {
-            convert::index("offset", i, u64::MAX >> 11)?;
-        }
-        Ok(self.inner.release_many(slots.iter().map(|&i| i as usize)) as u32)
+    pub fn release_many_numbers(&mut self, env: Env, slots: &[f64]) -> napi::Result<u32> {
+        throwing(&env, || {
+            for &i in slots {
+                convert::index("offset", i, u64::MAX >> 11)?;
+            }
+            Ok(self.inner.release_many(slots.iter().map(|&i| i as usize)) as u32)
+        })
     }
 }

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::errors::{err, Code, Result};
+use crate::errors::{err, throwing, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 mod staged;
 
@@ -59,9 +59,11 @@ pub fn sysctl_get_namespace(name: String) -> SysctlNamespaceInfo {
 
 /// `ParseGeneric` components of a kernel version string.
 #[napi]
-pub fn sysctl_parse_kernel_version(version: String) -> Result<Vec<f64>> {
-    let v = KernelVersion::parse(&version).map_err(|e| err(Code::Parse, e))?;
-    Ok(v.components().iter().map(|&c| c as f64).collect())
+pub fn sysctl_parse_kernel_version(env: Env, version: String) -> napi::Result<Vec<f64>> {
+    throwing(&env, || {
+        let v = KernelVersion::parse(&version).map_err(|e| err(ErrorCode::Parse, e))?;
+        Ok(v.components().iter().map(|&c| c as f64).collect())
+    })
 }
 
 #[napi(object)]
@@ -81,10 +83,10 @@ fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
         None => Ok(KubernetesVersion::default()),
         Some(v) => KubernetesVersion::parse(&v).map_err(|e| {
             let code = match e {
-                KubernetesVersionError::Unsupported { .. } => Code::Unsupported,
-                _ => Code::Parse,
+                KubernetesVersionError::Unsupported { .. } => ErrorCode::Unsupported,
+                _ => ErrorCode::Parse,
             };
-            err(code, e)
+            NativeError::new(code, ErrorKind::KubernetesVersion, e)
         }),
     }
 }
@@ -93,39 +95,45 @@ fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
 /// for the running kernel (`/proc/sys/kernel/osrelease`).
 #[napi]
 pub fn sysctl_safe_allowlist(
+    env: Env,
     kernel: Option<String>,
     kubernetes_version: Option<String>,
-) -> Result<SysctlSafeList> {
-    let k8s = k8s_version(kubernetes_version)?;
-    let (v, kernel_error) = match kernel {
-        Some(k) => (
-            Some(KernelVersion::parse(&k).map_err(|e| err(Code::Parse, e))?),
-            None,
-        ),
-        None => match read_kernel_version() {
-            Ok(v) => (Some(v), None),
-            Err(e) => (None, Some(e.to_string())),
-        },
-    };
-    Ok(SysctlSafeList {
-        names: safe_sysctl_allowlist(v.as_ref(), k8s)
-            .into_iter()
-            .map(String::from)
-            .collect(),
-        kernel: v.map(|v| v.to_string()),
-        kernel_error,
-        kubernetes_version: k8s.to_string(),
+) -> napi::Result<SysctlSafeList> {
+    throwing(&env, || {
+        let k8s = k8s_version(kubernetes_version)?;
+        let (v, kernel_error) = match kernel {
+            Some(k) => (
+                Some(KernelVersion::parse(&k).map_err(|e| err(ErrorCode::Parse, e))?),
+                None,
+            ),
+            None => match read_kernel_version() {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
+        Ok(SysctlSafeList {
+            names: safe_sysctl_allowlist(v.as_ref(), k8s)
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            kernel: v.map(|v| v.to_string()),
+            kernel_error,
+            kubernetes_version: k8s.to_string(),
+        })
     })
 }
 
 /// Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`).
 #[napi]
-pub fn sysctl_baseline_allowlist(policy_version: String) -> Result<Vec<String>> {
-    let minor = parse_policy_version(&policy_version).map_err(|e| err(Code::InvalidArg, e))?;
-    Ok(baseline_allowed_sysctls(minor)
-        .into_iter()
-        .map(String::from)
-        .collect())
+pub fn sysctl_baseline_allowlist(env: Env, policy_version: String) -> napi::Result<Vec<String>> {
+    throwing(&env, || {
+        let minor =
+            parse_policy_version(&policy_version).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+        Ok(baseline_allowed_sysctls(minor)
+            .into_iter()
+            .map(String::from)
+            .collect())
+    })
 }
 
 #[napi(object)]
@@ -215,8 +223,8 @@ impl Drop for JsSysctlAllowlist {
 /// buffer on every call): `[slot, count, flags, ids…]` as u32, `sysctlStagedCapacity()`
 /// ids at most. Throws `ERR_KUBENODE_UNSUPPORTED` where external buffers are not allowed.
 #[napi(ts_return_type = "ArrayBuffer")]
-pub fn sysctl_staging_buffer(env: Env) -> Result<napi::Unknown<'static>> {
-    staged::staging_buffer(&env)
+pub fn sysctl_staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
+    throwing(&env, || staged::staging_buffer(&env))
 }
 
 /// How many sysctl ids fit in the staging area.
@@ -253,7 +261,7 @@ fn read_joined<'s>(s: &JsString, scratch: &'s mut Scratch) -> Result<Cow<'s, str
         napi::sys::napi_get_value_string_utf16(v.env, v.value, std::ptr::null_mut(), 0, &mut len)
     };
     if status != napi::sys::Status::napi_ok {
-        return Err(err(Code::InvalidArg, "names must be a string"));
+        return Err(err(ErrorCode::InvalidArg, "names must be a string"));
     }
     let units = &mut scratch.units;
     // Grown, never cleared: V8 overwrites what it reports as written.
@@ -272,7 +280,7 @@ fn read_joined<'s>(s: &JsString, scratch: &'s mut Scratch) -> Result<Cow<'s, str
         )
     };
     if status != napi::sys::Status::napi_ok {
-        return Err(err(Code::InvalidArg, "names must be a string"));
+        return Err(err(ErrorCode::InvalidArg, "names must be a string"));
     }
     let units = units.get(..written).unwrap_or_default();
     if units.iter().fold(0u16, |acc, &c| acc | c) < 0x80 {
@@ -281,17 +289,17 @@ fn read_joined<'s>(s: &JsString, scratch: &'s mut Scratch) -> Result<Cow<'s, str
         bytes.extend(units.iter().map(|&c| c as u8));
         std::str::from_utf8(bytes)
             .map(Cow::Borrowed)
-            .map_err(|e| err(Code::InvalidArg, e))
+            .map_err(|e| err(ErrorCode::InvalidArg, e))
     } else {
         Ok(Cow::Owned(String::from_utf16_lossy(units)))
     }
 }
 
-fn batch_err(e: BatchError) -> crate::errors::Error {
+fn batch_err(e: BatchError) -> NativeError {
     let code = match e {
-        BatchError::Separator => Code::Conflict,
-        BatchError::TooFewIds => Code::OutOfRange,
-        BatchError::LengthMismatch | BatchError::UnknownName(_) => Code::InvalidArg,
+        BatchError::Separator => ErrorCode::Conflict,
+        BatchError::TooFewIds => ErrorCode::OutOfRange,
+        BatchError::LengthMismatch | BatchError::UnknownName(_) => ErrorCode::InvalidArg,
     };
     err(code, e)
 }
@@ -305,17 +313,19 @@ fn rejections(v: Vec<Rejection>) -> SysctlRejections {
 impl JsSysctlAllowlist {
     /// `NewAllowlist`; errors carry upstream's message.
     #[napi(constructor)]
-    pub fn new(patterns: Vec<String>) -> Result<Self> {
-        let inner = Allowlist::new(&patterns).map_err(|e| err(Code::InvalidArg, e))?;
-        let shared = Rc::new(staged::Shared {
-            inner,
-            names: RefCell::default(),
-        });
-        let slot = staged::register(Rc::clone(&shared))?;
-        Ok(Self {
-            shared,
-            slot,
-            scratch: RefCell::default(),
+    pub fn new(env: Env, patterns: Vec<String>) -> napi::Result<Self> {
+        throwing(&env, || {
+            let inner = Allowlist::new(&patterns).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            let shared = Rc::new(staged::Shared {
+                inner,
+                names: RefCell::default(),
+            });
+            let slot = staged::register(Rc::clone(&shared))?;
+            Ok(Self {
+                shared,
+                slot,
+                scratch: RefCell::default(),
+            })
         })
     }
 
@@ -330,20 +340,28 @@ impl JsSysctlAllowlist {
     /// admitted, else the message (built only then). Throws `ERR_KUBENODE_CONFLICT` if a name
     /// contains NUL (the caller then uses `admitList`).
     #[napi(ts_args_type = "joined: string, count: number, flags: number")]
-    pub fn admit_joined(&self, joined: JsString, count: u32, flags: u32) -> Result<Option<String>> {
-        let mut scratch = self.scratch.borrow_mut();
-        let joined = read_joined(&joined, &mut scratch)?;
-        let r = self
-            .shared
-            .inner
-            .admit_joined(
-                &joined,
-                u64::from(count),
-                flags & HOST_NETWORK != 0,
-                flags & HOST_IPC != 0,
-            )
-            .map_err(batch_err)?;
-        Ok(r.err().map(|e| e.message()))
+    pub fn admit_joined(
+        &self,
+        env: Env,
+        joined: JsString,
+        count: u32,
+        flags: u32,
+    ) -> napi::Result<Option<String>> {
+        throwing(&env, || {
+            let mut scratch = self.scratch.borrow_mut();
+            let joined = read_joined(&joined, &mut scratch)?;
+            let r = self
+                .shared
+                .inner
+                .admit_joined(
+                    &joined,
+                    u64::from(count),
+                    flags & HOST_NETWORK != 0,
+                    flags & HOST_IPC != 0,
+                )
+                .map_err(batch_err)?;
+            Ok(r.err().map(|e| e.message()))
+        })
     }
 
     /// Registers a name for `admitIds`/`admitManyIds` and returns its index (the caller keeps
@@ -365,17 +383,25 @@ impl JsSysctlAllowlist {
     /// Admits one pod whose sysctls are the registered names `ids[0..count]`. Returns null when
     /// admitted, else the message (built only then).
     #[napi]
-    pub fn admit_ids(&self, ids: &[u32], count: u32, flags: u32) -> Result<Option<String>> {
-        let ids = ids
-            .get(..count as usize)
-            .ok_or_else(|| err(Code::OutOfRange, "count exceeds the ids given"))?;
-        let r = self
-            .shared
-            .names
-            .borrow()
-            .admit(ids, flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
-            .map_err(|e| err(Code::InvalidArg, e))?;
-        Ok(r.err().map(|e| e.message()))
+    pub fn admit_ids(
+        &self,
+        env: Env,
+        ids: &[u32],
+        count: u32,
+        flags: u32,
+    ) -> napi::Result<Option<String>> {
+        throwing(&env, || {
+            let ids = ids
+                .get(..count as usize)
+                .ok_or_else(|| err(ErrorCode::OutOfRange, "count exceeds the ids given"))?;
+            let r = self
+                .shared
+                .names
+                .borrow()
+                .admit(ids, flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
+                .map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            Ok(r.err().map(|e| e.message()))
+        })
     }
 
     /// Admits many pods in one crossing: pod i has the next `counts[i]` registered names of
@@ -383,16 +409,19 @@ impl JsSysctlAllowlist {
     #[napi]
     pub fn admit_many_ids(
         &self,
+        env: Env,
         ids: &[u32],
         counts: &[u32],
         flags: &[u8],
-    ) -> Result<SysctlRejections> {
-        self.shared
-            .names
-            .borrow()
-            .admit_batch(ids, counts, flags)
-            .map(rejections)
-            .map_err(batch_err)
+    ) -> napi::Result<SysctlRejections> {
+        throwing(&env, || {
+            self.shared
+                .names
+                .borrow()
+                .admit_batch(ids, counts, flags)
+                .map(rejections)
+                .map_err(batch_err)
+        })
     }
 
     #[napi]
@@ -413,17 +442,20 @@ impl JsSysctlAllowlist {
     #[napi(ts_args_type = "joined: string, counts: Uint32Array, flags: Uint8Array")]
     pub fn admit_many(
         &self,
+        env: Env,
         joined: JsString,
         counts: Uint32Array,
         flags: Uint8Array,
-    ) -> Result<SysctlRejections> {
-        let mut scratch = self.scratch.borrow_mut();
-        let joined = read_joined(&joined, &mut scratch)?;
-        self.shared
-            .inner
-            .admit_batch(&joined, &counts, &flags)
-            .map(rejections)
-            .map_err(batch_err)
+    ) -> napi::Result<SysctlRejections> {
+        throwing(&env, || {
+            let mut scratch = self.scratch.borrow_mut();
+            let joined = read_joined(&joined, &mut scratch)?;
+            self.shared
+                .inner
+                .admit_batch(&joined, &counts, &flags)
+                .map(rejections)
+                .map_err(batch_err)
+        })
     }
 
     /// The entries as stored: normalised keys, prefixes without the `*`.
@@ -477,42 +509,32 @@ pub struct SysctlApplied {
 }
 
 #[napi(object)]
-pub struct SysctlTaskError {
-    pub code: String,
-    pub message: String,
-}
-
-#[napi(object)]
 pub struct SysctlApplyOutcome {
     pub applied: Vec<SysctlApplied>,
-    pub error: Option<SysctlTaskError>,
+    pub error: Option<NativeError>,
 }
 
-fn task_code(e: &ApplyError) -> Code {
-    match e {
-        ApplyError::Namespace(n) if n.is_permission() => Code::Permission,
-        ApplyError::Namespace(n) if n.is_wrong_file() => Code::InvalidArg,
-        ApplyError::Target(_)
-        | ApplyError::InvalidName(_)
-        | ApplyError::NotNamespaced(_)
-        | ApplyError::UnsafePath { .. }
-        | ApplyError::MissingNamespace { .. } => Code::InvalidArg,
-        ApplyError::UserNamespace(_) => Code::Unsupported,
-        ApplyError::HostNamespace(_) => Code::Conflict,
-        ApplyError::Io {
-            permission: true, ..
-        } => Code::Permission,
-        ApplyError::Setns {
-            permission: true, ..
-        } => Code::Permission,
-        _ => Code::Io,
-    }
-}
-
-fn task_error(e: &ApplyError) -> SysctlTaskError {
-    SysctlTaskError {
-        code: task_code(e).as_ref().to_string(),
-        message: e.to_string(),
+impl From<&ApplyError> for NativeError {
+    fn from(e: &ApplyError) -> Self {
+        let code = match e {
+            ApplyError::Namespace(n) if n.is_permission() => ErrorCode::Permission,
+            ApplyError::Namespace(n) if n.is_wrong_file() => ErrorCode::InvalidArg,
+            ApplyError::Target(_)
+            | ApplyError::InvalidName(_)
+            | ApplyError::NotNamespaced(_)
+            | ApplyError::UnsafePath { .. }
+            | ApplyError::MissingNamespace { .. } => ErrorCode::InvalidArg,
+            ApplyError::UserNamespace(_) => ErrorCode::Unsupported,
+            ApplyError::HostNamespace(_) => ErrorCode::Conflict,
+            ApplyError::Io {
+                permission: true, ..
+            } => ErrorCode::Permission,
+            ApplyError::Setns {
+                permission: true, ..
+            } => ErrorCode::Permission,
+            _ => ErrorCode::Io,
+        };
+        err(code, e).scoped(ErrorScope::Sysctl)
     }
 }
 
@@ -545,7 +567,7 @@ impl Task for ApplyTask {
             },
             Err(e) => SysctlApplyOutcome {
                 applied: Vec::new(),
-                error: Some(task_error(&e)),
+                error: Some((&e).into()),
             },
         })
     }
@@ -554,20 +576,23 @@ impl Task for ApplyTask {
 /// Writes sysctls inside the target's namespaces off the JS thread.
 #[napi(ts_return_type = "Promise<SysctlApplyOutcome>")]
 pub fn sysctl_apply(
+    env: Env,
     target: SysctlTarget,
     sysctls: Vec<SysctlPair>,
-) -> Result<AsyncTask<ApplyTask>> {
-    let target = NsTarget::new(
-        target.pid,
-        target.netns_path.map(Into::into),
-        target.ipcns_path.map(Into::into),
-        target.utsns_path.map(Into::into),
-    )
-    .map_err(|e| err(task_code(&e), e))?;
-    Ok(AsyncTask::new(ApplyTask {
-        target,
-        sysctls: sysctls.into_iter().map(|p| (p.name, p.value)).collect(),
-    }))
+) -> napi::Result<AsyncTask<ApplyTask>> {
+    throwing(&env, || {
+        let target = NsTarget::new(
+            target.pid,
+            target.netns_path.map(Into::into),
+            target.ipcns_path.map(Into::into),
+            target.utsns_path.map(Into::into),
+        )
+        .map_err(|e| NativeError::from(&e))?;
+        Ok(AsyncTask::new(ApplyTask {
+            target,
+            sysctls: sysctls.into_iter().map(|p| (p.name, p.value)).collect(),
+        }))
+    })
 }
 
 #[napi(object)]
@@ -584,7 +609,7 @@ pub struct SysctlProbeResult {
 #[napi(object)]
 pub struct SysctlProbeOutcome {
     pub results: Vec<SysctlProbeResult>,
-    pub error: Option<SysctlTaskError>,
+    pub error: Option<NativeError>,
 }
 
 pub struct ProbeTask {
@@ -617,7 +642,7 @@ impl Task for ProbeTask {
             },
             Err(e) => SysctlProbeOutcome {
                 results: Vec::new(),
-                error: Some(task_error(&e)),
+                error: Some((&e).into()),
             },
         })
     }

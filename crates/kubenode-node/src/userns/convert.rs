@@ -4,16 +4,16 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use kubenode_userns::{
-    Allocation, Config, Error as CoreError, ErrorKind, IdMapping, Layout, ListedPod, Options,
-    RestoreStats, UserNamespace, VerifyReport,
+    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, IdMapping, Layout, ListedPod,
+    Options, RestoreStats, UserNamespace, VerifyReport,
 };
 
 use super::types::{
     UsernsAllocation, UsernsConfig, UsernsIdMapping, UsernsLayout, UsernsListOutcome,
-    UsernsListedPod, UsernsOutcome, UsernsTaskError, UsernsVerifyOutcome, UsernsVerifyReport,
+    UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome, UsernsVerifyReport,
 };
 use crate::convert;
-use crate::errors::{Code, Result};
+use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 type CoreResult<T> = std::result::Result<T, CoreError>;
 
@@ -43,24 +43,20 @@ fn pod_name(pod: &OsStr) -> String {
     pod.to_string_lossy().into_owned()
 }
 
-impl From<&CoreError> for UsernsTaskError {
+impl From<&CoreError> for NativeError {
     fn from(e: &CoreError) -> Self {
         let (code, kind) = match e.kind() {
-            ErrorKind::Config => (Code::InvalidArg, "config"),
-            ErrorKind::Parse => (Code::Parse, "parse"),
-            ErrorKind::Conflict => (Code::Conflict, "conflict"),
-            ErrorKind::Exhausted => (Code::Conflict, "exhausted"),
-            ErrorKind::Locked => (Code::Conflict, "locked"),
-            ErrorKind::InvalidPodUid => (Code::InvalidArg, "invalid-pod-uid"),
-            ErrorKind::Io => (Code::Io, "io"),
-            ErrorKind::Permission => (Code::Permission, "permission"),
-            ErrorKind::Unsupported => (Code::Unsupported, "unsupported"),
+            CoreKind::Config => (ErrorCode::InvalidArg, ErrorKind::Config),
+            CoreKind::Parse => (ErrorCode::Parse, ErrorKind::Parse),
+            CoreKind::Conflict => (ErrorCode::Conflict, ErrorKind::Conflict),
+            CoreKind::Exhausted => (ErrorCode::Conflict, ErrorKind::Exhausted),
+            CoreKind::Locked => (ErrorCode::Conflict, ErrorKind::Locked),
+            CoreKind::InvalidPodUid => (ErrorCode::InvalidArg, ErrorKind::InvalidPodUid),
+            CoreKind::Io => (ErrorCode::Io, ErrorKind::Io),
+            CoreKind::Permission => (ErrorCode::Permission, ErrorKind::Permission),
+            CoreKind::Unsupported => (ErrorCode::Unsupported, ErrorKind::Unsupported),
         };
-        Self {
-            code: code.as_ref().to_string(),
-            kind: kind.to_string(),
-            message: e.to_string(),
-        }
+        NativeError::new(code, kind, e).scoped(ErrorScope::Userns)
     }
 }
 

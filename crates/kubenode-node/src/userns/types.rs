@@ -1,7 +1,9 @@
-//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the error kind
-//! and code, since a task can only reject with a plain status.
+//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the shared
+//! `NativeError`, since a task can only reject with a plain status.
 
 use napi_derive::napi;
+
+use crate::errors::NativeError;
 
 #[napi(object)]
 pub struct UsernsConfig {
@@ -17,16 +19,6 @@ pub struct UsernsConfig {
 }
 
 #[napi(object)]
-pub struct UsernsTaskError {
-    /// `ERR_KUBENODE_*`.
-    pub code: String,
-    /// `config`, `parse`, `conflict`, `exhausted`, `locked`, `invalid-pod-uid`, `io`,
-    /// `permission` or `unsupported`.
-    pub kind: String,
-    pub message: String,
-}
-
-#[napi(object)]
 pub struct UsernsIdMapping {
     pub host_id: u32,
     pub container_id: u32,
@@ -39,7 +31,7 @@ pub struct UsernsOutcome {
     pub gids: Vec<UsernsIdMapping>,
     pub restored: u32,
     pub stale_temp_files_removed: u32,
-    pub error: Option<UsernsTaskError>,
+    pub error: Option<NativeError>,
 }
 
 #[napi(object)]
@@ -67,7 +59,7 @@ pub struct UsernsListedPod {
 #[napi(object)]
 pub struct UsernsListOutcome {
     pub pods: Vec<UsernsListedPod>,
-    pub error: Option<UsernsTaskError>,
+    pub error: Option<NativeError>,
 }
 
 /// What a mapping check saw: a process in a new user namespace with the range, uid 0 inside.
@@ -104,5 +96,5 @@ pub struct UsernsVerifyReport {
 #[napi(object)]
 pub struct UsernsVerifyOutcome {
     pub report: Option<UsernsVerifyReport>,
-    pub error: Option<UsernsTaskError>,
+    pub error: Option<NativeError>,
 }
