@@ -311,6 +311,12 @@ export declare enum ErrorScope {
   Userns = 'userns',
 }
 
+/** An IP family, as Kubernetes spells it. */
+export declare enum IpFamily {
+  V4 = 'IPv4',
+  V6 = 'IPv6',
+}
+
 /** A failure, as a task outcome's `error` and as the fields of a thrown error. */
 export interface NativeError {
   code: ErrorCode
@@ -323,12 +329,18 @@ export interface NativeError {
 export declare function servicecidrBroadcastAddress(cidr: string): string
 
 export interface ServiceCidrDeleteCheck {
-  /** `containedInOther`, `blocked` or `noOrphans`. */
-  outcome: string
+  outcome: ServiceCidrDeleteOutcome
   /** The IPAddress that blocks the deletion (`blocked` only). */
   ip?: string
   /** IPAddress names that are not addresses; skipped. */
   unparsable: Array<string>
+}
+
+/** Upstream `canDeleteCIDR`'s verdict. */
+export declare enum ServiceCidrDeleteOutcome {
+  ContainedInOther = 'containedInOther',
+  Blocked = 'blocked',
+  NoOrphans = 'noOrphans',
 }
 
 export interface ServiceCidrEntry {
@@ -349,8 +361,8 @@ export declare function servicecidrParsePrefix(cidr: string): ServiceCidrPrefixI
 export declare function servicecidrPrefixContainsIp(cidr: string, ip: string): boolean
 
 export interface ServiceCidrPrefixInfo {
-  /** `IPv4` or `IPv6` (an IPv4-mapped IPv6 prefix is IPv6, as in Go's netip). */
-  family: string
+  /** An IPv4-mapped IPv6 prefix is IPv6, as in Go's netip. */
+  family: IpFamily
   bits: number
   /** The address as written (host bits kept). */
   address: string
@@ -372,7 +384,7 @@ export declare function sysctlAdmitStaged(): number
 
 export interface SysctlAllowlistEntry {
   key: string
-  namespace: string
+  namespace: SysctlNamespace
   prefix: boolean
 }
 
@@ -410,9 +422,17 @@ export declare function sysctlIsValidName(name: string): boolean
 
 export declare function sysctlIsValidPattern(pattern: string): boolean
 
+/** The kernel namespace a sysctl belongs to, as upstream names it; `""` when not namespaced. */
+export declare enum SysctlNamespace {
+  Ipc = 'IPC',
+  Net = 'Net',
+  Uts = 'UTS',
+  User = 'User',
+  None = '',
+}
+
 export interface SysctlNamespaceInfo {
-  /** `IPC`, `Net`, `UTS`, `User` or `""`. */
-  namespace: string
+  namespace: SysctlNamespace
   name: string
   prefixed: boolean
 }
@@ -439,12 +459,23 @@ export interface SysctlProbeOutcome {
 
 export interface SysctlProbeResult {
   name: string
-  namespace: string
-  /** `isolated`, `leaked`, `absent`, `unchangeable`, `not-namespaced` or `error`. */
-  outcome: string
+  namespace: SysctlNamespace
+  outcome: SysctlProbeStatus
   hostValue?: string
   probeValue?: string
   detail?: string
+}
+
+/** What probing one sysctl in throwaway namespaces showed. */
+export declare enum SysctlProbeStatus {
+  /** Changed in the new namespace, host unchanged. */
+  Isolated = 'isolated',
+  /** Changing it in the new namespace changed the host value too (then restored). */
+  Leaked = 'leaked',
+  Absent = 'absent',
+  Unchangeable = 'unchangeable',
+  NotNamespaced = 'not-namespaced',
+  Error = 'error',
 }
 
 export interface SysctlRejections {

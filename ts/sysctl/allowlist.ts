@@ -221,9 +221,7 @@ export class SysctlAllowlist {
 
   /** The stored entries (normalised keys; prefixes without `*`), sorted by key. */
   entries(): AllowlistEntry[] {
-    return this.#n
-      .entries()
-      .map((e) => ({ key: e.key, namespace: e.namespace as SysctlNamespace, prefix: e.prefix }));
+    return this.#n.entries().map((e) => ({ key: e.key, namespace: e.namespace, prefix: e.prefix }));
   }
 }
 

@@ -1,5 +1,6 @@
 // Applying sysctls inside a pod's namespaces, and probing which sysctls really are namespaced
 // on this kernel. Both run on dedicated native threads off the JS thread.
+import type { SysctlProbeStatus } from '../binding.js';
 import {
   assertInteger,
   assertString,
@@ -98,7 +99,7 @@ export async function applySysctls(
  * namespaces), `unchangeable` (no candidate value was accepted, or the value is not numeric),
  * `not-namespaced` (outside net/IPC/UTS: neither read nor written), `error` (read or write failed).
  */
-export type ProbeOutcome = 'isolated' | 'leaked' | 'absent' | 'unchangeable' | 'not-namespaced' | 'error';
+export type ProbeOutcome = `${SysctlProbeStatus}`;
 
 /** The outcome of probing one sysctl. */
 export interface ProbeResult {
@@ -153,9 +154,9 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
     error: 0,
   };
   const results = outcome.results.map((r) => {
-    const o = r.outcome as ProbeOutcome;
+    const o: ProbeOutcome = r.outcome;
     summary[o]++;
-    const out: ProbeResult = { name: r.name, namespace: r.namespace as SysctlNamespace, outcome: o };
+    const out: ProbeResult = { name: r.name, namespace: r.namespace, outcome: o };
     if (r.hostValue != null) out.hostValue = r.hostValue;
     if (r.probeValue != null) out.probeValue = r.probeValue;
     if (r.detail != null) out.detail = r.detail;

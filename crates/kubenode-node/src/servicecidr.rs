@@ -2,7 +2,7 @@
 
 use kubenode_cidr::{
     broadcast_address, ip_to_addr, prefix_contains_ip, scan_matches, validate_cidr, Addr,
-    CidrError, CidrIndex, DeleteCheck, OrphanScan, Prefix, Query,
+    CidrError, CidrIndex, DeleteCheck, Family, OrphanScan, Prefix, Query,
 };
 use napi::Env;
 use napi_derive::napi;
@@ -21,10 +21,39 @@ fn addr(s: &str) -> Result<Addr> {
     Addr::parse(s).map_err(to_js)
 }
 
+/// An IP family, as Kubernetes spells it.
+#[napi(string_enum)]
+pub enum IpFamily {
+    #[napi(value = "IPv4")]
+    V4,
+    #[napi(value = "IPv6")]
+    V6,
+}
+
+impl From<Family> for IpFamily {
+    fn from(f: Family) -> Self {
+        match f {
+            Family::V4 => Self::V4,
+            Family::V6 => Self::V6,
+        }
+    }
+}
+
+/// Upstream `canDeleteCIDR`'s verdict.
+#[napi(string_enum)]
+pub enum ServiceCidrDeleteOutcome {
+    #[napi(value = "containedInOther")]
+    ContainedInOther,
+    #[napi(value = "blocked")]
+    Blocked,
+    #[napi(value = "noOrphans")]
+    NoOrphans,
+}
+
 #[napi(object)]
 pub struct ServiceCidrPrefixInfo {
-    /// `IPv4` or `IPv6` (an IPv4-mapped IPv6 prefix is IPv6, as in Go's netip).
-    pub family: String,
+    /// An IPv4-mapped IPv6 prefix is IPv6, as in Go's netip.
+    pub family: IpFamily,
     pub bits: u32,
     /// The address as written (host bits kept).
     pub address: String,
@@ -38,7 +67,7 @@ pub fn servicecidr_parse_prefix(env: Env, cidr: String) -> napi::Result<ServiceC
     throwing(&env, || {
         let p = prefix(&cidr)?;
         Ok(ServiceCidrPrefixInfo {
-            family: p.family().label().to_string(),
+            family: p.family().into(),
             bits: u32::from(p.bits()),
             address: p.addr().to_string(),
             masked: p.masked().to_string(),
@@ -105,8 +134,7 @@ pub struct ServiceCidrEntry {
 
 #[napi(object)]
 pub struct ServiceCidrDeleteCheck {
-    /// `containedInOther`, `blocked` or `noOrphans`.
-    pub outcome: String,
+    pub outcome: ServiceCidrDeleteOutcome,
     /// The IPAddress that blocks the deletion (`blocked` only).
     pub ip: Option<String>,
     /// IPAddress names that are not addresses; skipped.
@@ -207,12 +235,12 @@ impl JsServiceCidrIndex {
                 .collect();
             let mut unparsable = Vec::new();
             let (outcome, ip) = match self.inner.can_delete(&name, &cidrs, &scan, &mut unparsable) {
-                DeleteCheck::ContainedInOther => ("containedInOther", None),
-                DeleteCheck::BlockedBy { ip } => ("blocked", Some(ip)),
-                DeleteCheck::NoOrphans => ("noOrphans", None),
+                DeleteCheck::ContainedInOther => (ServiceCidrDeleteOutcome::ContainedInOther, None),
+                DeleteCheck::BlockedBy { ip } => (ServiceCidrDeleteOutcome::Blocked, Some(ip)),
+                DeleteCheck::NoOrphans => (ServiceCidrDeleteOutcome::NoOrphans, None),
             };
             Ok(ServiceCidrDeleteCheck {
-                outcome: outcome.to_string(),
+                outcome,
                 ip,
                 unparsable,
             })

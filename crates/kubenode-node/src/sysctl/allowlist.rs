@@ -210,7 +210,7 @@ impl JsSysctlAllowlist {
             .exact()
             .map(|(k, ns)| SysctlAllowlistEntry {
                 key: k.to_string(),
-                namespace: ns.as_str().to_string(),
+                namespace: ns.into(),
                 prefix: false,
             })
             .chain(
@@ -219,7 +219,7 @@ impl JsSysctlAllowlist {
                     .prefixes()
                     .map(|(k, ns)| SysctlAllowlistEntry {
                         key: k.to_string(),
-                        namespace: ns.as_str().to_string(),
+                        namespace: ns.into(),
                         prefix: true,
                     }),
             )

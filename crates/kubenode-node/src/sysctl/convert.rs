@@ -4,11 +4,12 @@
 use std::borrow::Cow;
 
 use kubenode_sysctl::{
-    ApplyError, BatchError, KubernetesVersion, KubernetesVersionError, Rejection,
+    ApplyError, BatchError, KubernetesVersion, KubernetesVersionError, Namespace, ProbeOutcome,
+    Rejection,
 };
 use napi::{JsString, JsValue};
 
-use super::types::SysctlRejections;
+use super::types::{SysctlNamespace, SysctlProbeStatus, SysctlRejections};
 use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
@@ -111,5 +112,30 @@ impl From<&ApplyError> for NativeError {
             _ => ErrorCode::Io,
         };
         err(code, e).scoped(ErrorScope::Sysctl)
+    }
+}
+
+impl From<Namespace> for SysctlNamespace {
+    fn from(ns: Namespace) -> Self {
+        match ns {
+            Namespace::Ipc => Self::Ipc,
+            Namespace::Net => Self::Net,
+            Namespace::Uts => Self::Uts,
+            Namespace::User => Self::User,
+            Namespace::Unknown => Self::None,
+        }
+    }
+}
+
+impl From<ProbeOutcome> for SysctlProbeStatus {
+    fn from(o: ProbeOutcome) -> Self {
+        match o {
+            ProbeOutcome::Isolated => Self::Isolated,
+            ProbeOutcome::Leaked => Self::Leaked,
+            ProbeOutcome::Absent => Self::Absent,
+            ProbeOutcome::Unchangeable => Self::Unchangeable,
+            ProbeOutcome::NotNamespaced => Self::NotNamespaced,
+            ProbeOutcome::Error => Self::Error,
+        }
     }
 }

@@ -48,7 +48,7 @@ pub fn sysctl_normalize_name(name: String) -> String {
 pub fn sysctl_get_namespace(name: String) -> SysctlNamespaceInfo {
     let (ns, name, prefixed) = get_namespace(&name);
     SysctlNamespaceInfo {
-        namespace: ns.as_str().to_string(),
+        namespace: ns.into(),
         name,
         prefixed,
     }

@@ -59,8 +59,8 @@ impl Task for ProbeTask {
                     .into_iter()
                     .map(|r| SysctlProbeResult {
                         name: r.name,
-                        namespace: r.namespace.as_str().to_string(),
-                        outcome: r.outcome.as_str().to_string(),
+                        namespace: r.namespace.into(),
+                        outcome: r.outcome.into(),
                         host_value: r.host_value,
                         probe_value: r.probe_value,
                         detail: r.detail,

@@ -5,10 +5,43 @@ use napi_derive::napi;
 
 use crate::errors::NativeError;
 
+/// The kernel namespace a sysctl belongs to, as upstream names it; `""` when not namespaced.
+#[napi(string_enum)]
+pub enum SysctlNamespace {
+    #[napi(value = "IPC")]
+    Ipc,
+    #[napi(value = "Net")]
+    Net,
+    #[napi(value = "UTS")]
+    Uts,
+    #[napi(value = "User")]
+    User,
+    #[napi(value = "")]
+    None,
+}
+
+/// What probing one sysctl in throwaway namespaces showed.
+#[napi(string_enum)]
+pub enum SysctlProbeStatus {
+    /// Changed in the new namespace, host unchanged.
+    #[napi(value = "isolated")]
+    Isolated,
+    /// Changing it in the new namespace changed the host value too (then restored).
+    #[napi(value = "leaked")]
+    Leaked,
+    #[napi(value = "absent")]
+    Absent,
+    #[napi(value = "unchangeable")]
+    Unchangeable,
+    #[napi(value = "not-namespaced")]
+    NotNamespaced,
+    #[napi(value = "error")]
+    Error,
+}
+
 #[napi(object)]
 pub struct SysctlNamespaceInfo {
-    /// `IPC`, `Net`, `UTS`, `User` or `""`.
-    pub namespace: String,
+    pub namespace: SysctlNamespace,
     pub name: String,
     pub prefixed: bool,
 }
@@ -46,7 +79,7 @@ pub struct SysctlFieldError {
 #[napi(object)]
 pub struct SysctlAllowlistEntry {
     pub key: String,
-    pub namespace: String,
+    pub namespace: SysctlNamespace,
     pub prefix: bool,
 }
 
@@ -89,9 +122,8 @@ pub struct SysctlApplyOutcome {
 #[napi(object)]
 pub struct SysctlProbeResult {
     pub name: String,
-    pub namespace: String,
-    /// `isolated`, `leaked`, `absent`, `unchangeable`, `not-namespaced` or `error`.
-    pub outcome: String,
+    pub namespace: SysctlNamespace,
+    pub outcome: SysctlProbeStatus,
     pub host_value: Option<String>,
     pub probe_value: Option<String>,
     pub detail: Option<String>,
