@@ -10,7 +10,7 @@ use kubenode_userns::{
 
 use super::types::{
     UsernsAllocation, UsernsConfig, UsernsIdMapping, UsernsLayout, UsernsListOutcome,
-    UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome, UsernsVerifyReport,
+    UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome,
 };
 use crate::convert;
 use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
@@ -179,32 +179,11 @@ impl From<CoreResult<Vec<ListedPod>>> for UsernsListOutcome {
     }
 }
 
-/// The report of a check, with the pod it was read from (none for a bare mapping).
-impl From<(Option<String>, VerifyReport)> for UsernsVerifyReport {
-    fn from((pod, r): (Option<String>, VerifyReport)) -> Self {
-        Self {
-            pod,
-            host_id: r.host_id,
-            length: r.length,
-            pid: r.pid,
-            inside_uid: r.inside_uid,
-            inside_gid: r.inside_gid,
-            outside_uid: r.outside_uid,
-            outside_gid: r.outside_gid,
-            file_uid: r.file_uid,
-            file_gid: r.file_gid,
-            uid_map: r.uid_map,
-            gid_map: r.gid_map,
-            ok: r.ok,
-        }
-    }
-}
-
-impl From<CoreResult<(Option<String>, VerifyReport)>> for UsernsVerifyOutcome {
-    fn from(r: CoreResult<(Option<String>, VerifyReport)>) -> Self {
+impl From<CoreResult<VerifyReport>> for UsernsVerifyOutcome {
+    fn from(r: CoreResult<VerifyReport>) -> Self {
         match r {
             Ok(r) => Self {
-                report: Some(r.into()),
+                report: Some(r),
                 error: None,
             },
             Err(e) => Self {

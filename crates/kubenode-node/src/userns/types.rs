@@ -3,6 +3,10 @@
 
 use napi_derive::napi;
 
+// The core's report is the JS shape (its `napi` feature); imported under its JS name so the
+// generated typings refer to it by that name.
+use kubenode_userns::VerifyReport as UsernsVerifyReport;
+
 use crate::errors::NativeError;
 
 #[napi(object)]
@@ -62,38 +66,7 @@ pub struct UsernsListOutcome {
     pub error: Option<NativeError>,
 }
 
-/// What a mapping check saw: a process in a new user namespace with the range, uid 0 inside.
-#[napi(object)]
-pub struct UsernsVerifyReport {
-    /// Pod UID, when the range came from a pod's `userns` file.
-    pub pod: Option<String>,
-    /// First host ID of the range (what uid/gid 0 inside maps to).
-    pub host_id: u32,
-    /// Number of IDs in the range.
-    pub length: u32,
-    /// Host PID of the checking process.
-    pub pid: u32,
-    /// `getuid()` inside the namespace after `setresuid(0)`.
-    pub inside_uid: u32,
-    /// `getgid()` inside the namespace after `setresgid(0)`.
-    pub inside_gid: u32,
-    /// Real uid of the same process, seen from the initial namespace.
-    pub outside_uid: u32,
-    /// Real gid of the same process, seen from the initial namespace.
-    pub outside_gid: u32,
-    /// Host owner uid of a file the process created inside the namespace.
-    pub file_uid: u32,
-    /// Host owner gid of that file.
-    pub file_gid: u32,
-    /// `/proc/<pid>/uid_map` as read from the host.
-    pub uid_map: String,
-    /// `/proc/<pid>/gid_map` as read from the host.
-    pub gid_map: String,
-    /// Every observation agrees: 0 inside is `hostId` outside.
-    pub ok: bool,
-}
-
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct UsernsVerifyOutcome {
     pub report: Option<UsernsVerifyReport>,
     pub error: Option<NativeError>,
