@@ -373,6 +373,12 @@ export interface ServiceCidrPrefixInfo {
 
 export declare function servicecidrValidate(cidr: string): Array<string>
 
+/** `sysctlValidate` flag: AllowNamespacedSysctlsForHostNetAndHostIPC. */
+export declare const SYSCTL_ALLOW_HOST_NAMESPACED: number
+
+/** Words before the ids in the staging area: slot, count, flags. */
+export declare const SYSCTL_STAGE_HEADER: number
+
 /**
  * Admits the pod staged in this thread's staging area against the allowlist in its slot.
  * Returns 0 when admitted, `index << 2 | verdict` for the first forbidden sysctl (verdict

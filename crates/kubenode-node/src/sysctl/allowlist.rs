@@ -36,6 +36,10 @@ pub fn sysctl_staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
     throwing(&env, || staged::staging_buffer(&env))
 }
 
+/// Words before the ids in the staging area: slot, count, flags.
+#[napi]
+pub const SYSCTL_STAGE_HEADER: u32 = staged::HEADER as u32;
+
 /// How many sysctl ids fit in the staging area.
 #[napi]
 pub fn sysctl_staged_capacity() -> u32 {

@@ -27,6 +27,10 @@ mod types;
 
 const HOST_NETWORK: u32 = kubenode_sysctl::HOST_NETWORK as u32;
 
+/// `sysctlValidate` flag: AllowNamespacedSysctlsForHostNetAndHostIPC.
+#[napi]
+pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 4;
+
 const HOST_IPC: u32 = kubenode_sysctl::HOST_IPC as u32;
 
 #[napi]
@@ -131,7 +135,7 @@ pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<Sysc
         &path,
         flags & HOST_NETWORK != 0,
         flags & HOST_IPC != 0,
-        flags & 4 != 0,
+        flags & SYSCTL_ALLOW_HOST_NAMESPACED != 0,
     )
     .into_iter()
     .map(|e| SysctlFieldError {
