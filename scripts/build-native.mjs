@@ -28,6 +28,10 @@ const napiArgs = [
   '--dts',
   'binding.d.ts',
   '--no-dts-header',
+  // String enums as the runtime objects the binding exports (`export declare enum`); TS code
+  // uses their values as literal types (`${ErrorCode}`).
+  '--no-const-enum',
+  '--runtime-string-enum',
   ...(debug ? [] : ['--release']),
   ...passThrough,
 ];

@@ -58,7 +58,7 @@ export declare class Conntrack {
    * (that would block the JS thread for a whole dump): reports `busy` instead. Returns the
    * failure, if any, like a task outcome's `error`.
    */
-  injectFaults(faults: ConntrackFaults): ConntrackTaskError | null
+  injectFaults(faults: ConntrackFaults): NativeError | null
   /**
    * Closes the socket; later calls fail. Returns at once: a running task closes the socket
    * when it finishes.
@@ -213,7 +213,7 @@ export interface ConntrackBatchOutcome {
   notFound: number
   failed: number
   firstError?: string
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackCleanOutcome {
@@ -233,11 +233,11 @@ export interface ConntrackCleanOutcome {
   fullEstimate?: number
   /** Filtered flushes sent. */
   flushes: number
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 /** Which path a cleanup pass took. */
-export declare const enum ConntrackCleanPath {
+export declare enum ConntrackCleanPath {
   /** Upstream's whole-table pass. */
   Full = 'full',
   /** Only what changed since the handle's last successful pass. */
@@ -273,7 +273,7 @@ export interface ConntrackFlow {
 }
 
 /** Why a full cleanup pass ran: the core's `FullReason` (described on the TS `FullReason`). */
-export declare const enum ConntrackFullReason {
+export declare enum ConntrackFullReason {
   First = 'first',
   Requested = 'requested',
   DryRun = 'dryRun',
@@ -293,12 +293,12 @@ export interface ConntrackListOutcome {
   flows: Array<ConntrackFlow>
   partial: boolean
   attempts: number
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackOpenOutcome {
   handle?: Conntrack
-  error?: ConntrackTaskError
+  error?: NativeError
 }
 
 export interface ConntrackProgress {
@@ -326,18 +326,6 @@ export interface ConntrackService {
  */
 export declare function conntrackStaleFlowProtocols(): Array<string>
 
-/** A failure reported in a task outcome (a Task can only reject with a plain status). */
-export interface ConntrackTaskError {
-  /** `ERR_KUBENODE_*`. */
-  code: string
-  /**
-   * `invalid-argument`, `out-of-range`, `family`, `closed`, `busy`, `permission`,
-   * `unavailable`, `parse` or `io`.
-   */
-  kind: string
-  message: string
-}
-
 export interface ConntrackTuple {
   srcIp?: string
   dstIp?: string
@@ -345,15 +333,90 @@ export interface ConntrackTuple {
   dstPort: number
 }
 
+/** Stable `code` of every kubenode error, one per kind of failure (`error.code` in JS). */
+export declare enum ErrorCode {
+  InvalidArg = 'ERR_KUBENODE_INVALID_ARG',
+  OutOfRange = 'ERR_KUBENODE_OUT_OF_RANGE',
+  Io = 'ERR_KUBENODE_IO',
+  Permission = 'ERR_KUBENODE_PERMISSION',
+  Parse = 'ERR_KUBENODE_PARSE',
+  Conflict = 'ERR_KUBENODE_CONFLICT',
+  Unsupported = 'ERR_KUBENODE_UNSUPPORTED',
+  /** Raised by the TypeScript loader when no binary matches the platform. */
+  BindingMissing = 'ERR_KUBENODE_BINDING_MISSING',
+  /** A failure with no kubenode code (a napi status), raised by the TypeScript façade. */
+  Internal = 'ERR_KUBENODE_INTERNAL',
+}
+
+/** What went wrong, finer than the code: the core's own class of failure. */
+export declare enum ErrorKind {
+  InvalidArgument = 'invalid-argument',
+  OutOfRange = 'out-of-range',
+  /** An address or table of the other IP family than the operation's (conntrack). */
+  Family = 'family',
+  /** The conntrack handle was closed. */
+  Closed = 'closed',
+  /** The conntrack handle is in use by a running task. */
+  Busy = 'busy',
+  Permission = 'permission',
+  /** ctnetlink is not available. */
+  Unavailable = 'unavailable',
+  Parse = 'parse',
+  Io = 'io',
+  /** Invalid user-namespace configuration (ids per pod, mapping pool, max pods). */
+  Config = 'config',
+  Conflict = 'conflict',
+  /** No free user-namespace range left. */
+  Exhausted = 'exhausted',
+  /** Another manager holds the pods directory's lock. */
+  Locked = 'locked',
+  /** A pod UID that cannot name a directory inside the pods directory. */
+  InvalidPodUid = 'invalid-pod-uid',
+  Unsupported = 'unsupported',
+  /** A Kubernetes release that is malformed or that kubenode has no safe list for. */
+  KubernetesVersion = 'kubernetes-version',
+}
+
+/**
+ * The subsystem whose core reported the error, for the subsystems that have their own error
+ * classes in JS. Absent for argument-conversion errors.
+ */
+export declare enum ErrorScope {
+  Conntrack = 'conntrack',
+  Sysctl = 'sysctl',
+  Userns = 'userns',
+}
+
+/** An IP family, as Kubernetes spells it. */
+export declare enum IpFamily {
+  V4 = 'IPv4',
+  V6 = 'IPv6',
+}
+
+/** A failure, as a task outcome's `error` and as the fields of a thrown error. */
+export interface NativeError {
+  code: ErrorCode
+  kind: ErrorKind
+  /** The core's message (upstream's text wherever upstream has one). */
+  message: string
+  scope?: ErrorScope
+}
+
 export declare function servicecidrBroadcastAddress(cidr: string): string
 
 export interface ServiceCidrDeleteCheck {
-  /** `containedInOther`, `blocked` or `noOrphans`. */
-  outcome: string
+  outcome: ServiceCidrDeleteOutcome
   /** The IPAddress that blocks the deletion (`blocked` only). */
   ip?: string
   /** IPAddress names that are not addresses; skipped. */
   unparsable: Array<string>
+}
+
+/** Upstream `canDeleteCIDR`'s verdict. */
+export declare enum ServiceCidrDeleteOutcome {
+  ContainedInOther = 'containedInOther',
+  Blocked = 'blocked',
+  NoOrphans = 'noOrphans',
 }
 
 export interface ServiceCidrEntry {
@@ -374,8 +437,8 @@ export declare function servicecidrParsePrefix(cidr: string): ServiceCidrPrefixI
 export declare function servicecidrPrefixContainsIp(cidr: string, ip: string): boolean
 
 export interface ServiceCidrPrefixInfo {
-  /** `IPv4` or `IPv6` (an IPv4-mapped IPv6 prefix is IPv6, as in Go's netip). */
-  family: string
+  /** An IPv4-mapped IPv6 prefix is IPv6, as in Go's netip. */
+  family: IpFamily
   bits: number
   /** The address as written (host bits kept). */
   address: string
@@ -385,6 +448,12 @@ export interface ServiceCidrPrefixInfo {
 }
 
 export declare function servicecidrValidate(cidr: string): Array<string>
+
+/** `sysctlValidate` flag: AllowNamespacedSysctlsForHostNetAndHostIPC. */
+export declare const SYSCTL_ALLOW_HOST_NAMESPACED: number
+
+/** Words before the ids in the staging area: slot, count, flags. */
+export declare const SYSCTL_STAGE_HEADER: number
 
 /**
  * Admits the pod staged in this thread's staging area against the allowlist in its slot.
@@ -397,7 +466,7 @@ export declare function sysctlAdmitStaged(): number
 
 export interface SysctlAllowlistEntry {
   key: string
-  namespace: string
+  namespace: SysctlNamespace
   prefix: boolean
 }
 
@@ -413,7 +482,7 @@ export declare function sysctlApply(target: SysctlTarget, sysctls: Array<SysctlP
 
 export interface SysctlApplyOutcome {
   applied: Array<SysctlApplied>
-  error?: SysctlTaskError
+  error?: NativeError
 }
 
 /** Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`). */
@@ -435,9 +504,17 @@ export declare function sysctlIsValidName(name: string): boolean
 
 export declare function sysctlIsValidPattern(pattern: string): boolean
 
+/** The kernel namespace a sysctl belongs to, as upstream names it; `""` when not namespaced. */
+export declare enum SysctlNamespace {
+  Ipc = 'IPC',
+  Net = 'Net',
+  Uts = 'UTS',
+  User = 'User',
+  None = '',
+}
+
 export interface SysctlNamespaceInfo {
-  /** `IPC`, `Net`, `UTS`, `User` or `""`. */
-  namespace: string
+  namespace: SysctlNamespace
   name: string
   prefixed: boolean
 }
@@ -459,17 +536,28 @@ export declare function sysctlProbeDefaultNames(): Array<string>
 
 export interface SysctlProbeOutcome {
   results: Array<SysctlProbeResult>
-  error?: SysctlTaskError
+  error?: NativeError
 }
 
 export interface SysctlProbeResult {
   name: string
-  namespace: string
-  /** `isolated`, `leaked`, `absent`, `unchangeable`, `not-namespaced` or `error`. */
-  outcome: string
+  namespace: SysctlNamespace
+  outcome: SysctlProbeStatus
   hostValue?: string
   probeValue?: string
   detail?: string
+}
+
+/** What probing one sysctl in throwaway namespaces showed. */
+export declare enum SysctlProbeStatus {
+  /** Changed in the new namespace, host unchanged. */
+  Isolated = 'isolated',
+  /** Changing it in the new namespace changed the host value too (then restored). */
+  Leaked = 'leaked',
+  Absent = 'absent',
+  Unchangeable = 'unchangeable',
+  NotNamespaced = 'not-namespaced',
+  Error = 'error',
 }
 
 export interface SysctlRejections {
@@ -521,11 +609,6 @@ export interface SysctlTarget {
   netnsPath?: string
   ipcnsPath?: string
   utsnsPath?: string
-}
-
-export interface SysctlTaskError {
-  code: string
-  message: string
 }
 
 /**
@@ -582,7 +665,7 @@ export interface UsernsListedPod {
 
 export interface UsernsListOutcome {
   pods: Array<UsernsListedPod>
-  error?: UsernsTaskError
+  error?: NativeError
 }
 
 export interface UsernsOutcome {
@@ -590,22 +673,11 @@ export interface UsernsOutcome {
   gids: Array<UsernsIdMapping>
   restored: number
   staleTempFilesRemoved: number
-  error?: UsernsTaskError
+  error?: NativeError
 }
 
 /** Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text. */
 export declare function usernsParseFile(content: Uint8Array): Array<number>
-
-export interface UsernsTaskError {
-  /** `ERR_KUBENODE_*`. */
-  code: string
-  /**
-   * `config`, `parse`, `conflict`, `exhausted`, `locked`, `invalid-pod-uid`, `io`,
-   * `permission` or `unsupported`.
-   */
-  kind: string
-  message: string
-}
 
 /** Kubelet config validation of `userNamespaces.idsPerPod`. */
 export declare function usernsValidateIdsPerPod(v: number): number
@@ -615,7 +687,7 @@ export declare function usernsVerifyMapping(hostId: number, length: number): Pro
 
 export interface UsernsVerifyOutcome {
   report?: UsernsVerifyReport
-  error?: UsernsTaskError
+  error?: NativeError
 }
 
 /** Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping. */

@@ -1,117 +1,139 @@
-// Typed errors. The binding reports failures with an `ERR_KUBENODE_*` code; `fromNative` turns
-// them into instances of these classes so callers can use `instanceof` as well as `code`.
+// Typed errors. Every binding failure has one shape (`NativeError`: `code`, `kind`, `scope`,
+// `message`), thrown by synchronous calls and carried as `error` by task outcomes;
+// `fromNative` turns either into an instance of the classes below, picked from `code`, `kind`
+// and `scope` alone (never from message text), so callers can use `instanceof` as well as
+// `code`.
+import type { NativeError, ErrorScope as NativeScope } from './binding.js';
+import {
+  ConntrackClosedError,
+  ConntrackFamilyError,
+  ConntrackPermissionError,
+  ConntrackUnavailableError,
+} from './conntrack/error-classes.js';
+import {
+  type AnyKubenodeError,
+  type KubenodeErrorCode as ErrorCode,
+  type KubenodeErrorKind as ErrorKind,
+  isKubenodeError,
+  KubenodeError,
+  type KubenodeErrorOptions,
+  KubenodeRangeError,
+  KubenodeTypeError,
+} from './error-classes.js';
+import { UsernsError } from './userns/errors.js';
 
-/** Stable `code` of every kubenode error, one per kind of failure. */
-export type KubenodeErrorCode =
-  | 'ERR_KUBENODE_INVALID_ARG'
-  | 'ERR_KUBENODE_OUT_OF_RANGE'
-  | 'ERR_KUBENODE_IO'
-  | 'ERR_KUBENODE_PERMISSION'
-  | 'ERR_KUBENODE_PARSE'
-  | 'ERR_KUBENODE_CONFLICT'
-  | 'ERR_KUBENODE_UNSUPPORTED'
-  | 'ERR_KUBENODE_BINDING_MISSING'
-  | 'ERR_KUBENODE_INTERNAL';
+export * from './error-classes.js';
 
-const CODES = new Set<string>([
-  'ERR_KUBENODE_INVALID_ARG',
-  'ERR_KUBENODE_OUT_OF_RANGE',
-  'ERR_KUBENODE_IO',
-  'ERR_KUBENODE_PERMISSION',
-  'ERR_KUBENODE_PARSE',
-  'ERR_KUBENODE_CONFLICT',
-  'ERR_KUBENODE_UNSUPPORTED',
-  'ERR_KUBENODE_BINDING_MISSING',
-  'ERR_KUBENODE_INTERNAL',
-]);
+/** The subsystem a failure comes from (the binding's `ErrorScope` values). */
+export type ErrorScope = `${NativeScope}`;
 
-// One hierarchy, as Node's own `ERR_*` errors: every error kubenode throws is
-// `instanceof KubenodeError` and carries a stable `code`; the kinds that Node reports as
-// TypeError/RangeError are also `instanceof TypeError`/`RangeError`. JavaScript has single
-// inheritance, so the subclasses extend the built-in kind and carry a brand that
-// `KubenodeError[Symbol.hasInstance]` recognises.
-const BRAND: unique symbol = Symbol('kubenode.error');
-
-function brand(e: object): void {
-  Object.defineProperty(e, BRAND, { value: true });
+/** The fields a failure carries; `kind` and `scope` may be absent on errors from elsewhere. */
+export interface NativeErrorLike {
+  code: ErrorCode;
+  kind?: ErrorKind;
+  scope?: ErrorScope | null;
+  message: string;
 }
 
-/** Base class of every error kubenode throws on purpose. */
-export class KubenodeError extends Error {
-  /** Stable `ERR_KUBENODE_*` code saying what kind of failure this is. */
-  readonly code: KubenodeErrorCode;
-  constructor(code: KubenodeErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'KubenodeError';
-    this.code = code;
-    brand(this);
-  }
-}
+type Make = (e: NativeErrorLike & { kind: ErrorKind }, options: KubenodeErrorOptions) => AnyKubenodeError;
 
-// `x instanceof KubenodeError` is true for every kubenode error, the TypeError/RangeError kinds
-// included; subclasses (`class X extends KubenodeError`) keep the ordinary prototype check, so
-// the receiver (the class `instanceof` was asked about) decides.
-Object.defineProperty(KubenodeError, Symbol.hasInstance, {
-  value: function hasInstance(this: unknown, v: unknown): boolean {
-    if (this !== KubenodeError) return Function.prototype[Symbol.hasInstance].call(this, v);
-    return typeof v === 'object' && v !== null && (v as { [BRAND]?: boolean })[BRAND] === true;
-  },
-});
+/** The generic class of each code. */
+const BY_CODE: Record<ErrorCode, Make> = {
+  ERR_KUBENODE_INVALID_ARG: (e, o) => new KubenodeTypeError(e.message, o),
+  ERR_KUBENODE_OUT_OF_RANGE: (e, o) => new KubenodeRangeError(e.message, o),
+  ERR_KUBENODE_IO: (e, o) => new KubenodeError(e.code, e.message, o),
+  ERR_KUBENODE_PERMISSION: (e, o) => new KubenodeError(e.code, e.message, o),
+  ERR_KUBENODE_PARSE: (e, o) => new KubenodeError(e.code, e.message, o),
+  ERR_KUBENODE_CONFLICT: (e, o) => new KubenodeError(e.code, e.message, o),
+  ERR_KUBENODE_UNSUPPORTED: (e, o) => new KubenodeError(e.code, e.message, o),
+  ERR_KUBENODE_BINDING_MISSING: (e, o) => new KubenodeError(e.code, e.message, o),
+  ERR_KUBENODE_INTERNAL: (e, o) => new KubenodeError(e.code, e.message, o),
+};
 
-/** A value of the wrong type or shape (not a number, not an integer, malformed text). */
-export class KubenodeTypeError extends TypeError {
-  /** Always `ERR_KUBENODE_INVALID_ARG`. */
-  readonly code = 'ERR_KUBENODE_INVALID_ARG' as const;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'KubenodeTypeError';
-    brand(this);
-  }
-}
-
-/** A number outside the range an operation accepts. */
-export class KubenodeRangeError extends RangeError {
-  /** Always `ERR_KUBENODE_OUT_OF_RANGE`. */
-  readonly code = 'ERR_KUBENODE_OUT_OF_RANGE' as const;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'KubenodeRangeError';
-    brand(this);
-  }
-}
-
-/** Every kubenode error: `KubenodeError` and its TypeError/RangeError kinds. */
-export type AnyKubenodeError = KubenodeError | KubenodeTypeError | KubenodeRangeError;
-
-/** True for every error kubenode throws (same as `e instanceof KubenodeError`). */
-export function isKubenodeError(e: unknown): e is AnyKubenodeError {
-  return e instanceof KubenodeError;
-}
+const userns: Make = (e, o) => new UsernsError(e.code, e.kind, e.message, o);
+const ctUnavailable: Make = (e, o) => new ConntrackUnavailableError(e.message, o);
 
 /**
- * Converts an error thrown by the binding into a typed error; non-errors pass through. A
- * binding error without a kubenode code (a napi status) becomes ERR_KUBENODE_INTERNAL, so
- * callers only ever see KubenodeErrors.
+ * The subsystem classes, by kind then scope; a kind or scope without an entry takes the
+ * code's generic class. Every kind has a row, so a new kind needs a decision here.
  */
-export function fromNative(e: unknown): unknown {
-  if (!(e instanceof Error) || isKubenodeError(e)) {
-    return e;
+export const ERROR_CLASSES: Record<ErrorKind, { readonly [S in ErrorScope]?: Make }> = {
+  'invalid-argument': {},
+  'out-of-range': {},
+  family: { conntrack: (e, o) => new ConntrackFamilyError(e.message, o) },
+  closed: { conntrack: (e, o) => new ConntrackClosedError(e.message, o) },
+  busy: {},
+  permission: { conntrack: (e, o) => new ConntrackPermissionError(e.message, o), userns },
+  unavailable: { conntrack: ctUnavailable },
+  // A conntrack error known only by its code ERR_KUBENODE_UNSUPPORTED.
+  unsupported: { conntrack: ctUnavailable, userns },
+  parse: { userns },
+  io: { userns },
+  config: { userns },
+  conflict: { userns },
+  exhausted: { userns },
+  locked: { userns },
+  'invalid-pod-uid': { userns },
+  'kubernetes-version': {},
+};
+
+/** The kind of an error that reports only a code (one not built by the binding). */
+const KIND_OF_CODE: Record<ErrorCode, ErrorKind> = {
+  ERR_KUBENODE_INVALID_ARG: 'invalid-argument',
+  ERR_KUBENODE_OUT_OF_RANGE: 'out-of-range',
+  ERR_KUBENODE_IO: 'io',
+  ERR_KUBENODE_PERMISSION: 'permission',
+  ERR_KUBENODE_PARSE: 'parse',
+  ERR_KUBENODE_CONFLICT: 'conflict',
+  ERR_KUBENODE_UNSUPPORTED: 'unsupported',
+  ERR_KUBENODE_BINDING_MISSING: 'io',
+  ERR_KUBENODE_INTERNAL: 'io',
+};
+
+function isCode(v: unknown): v is ErrorCode {
+  return typeof v === 'string' && Object.hasOwn(BY_CODE, v);
+}
+
+function isKind(v: unknown): v is ErrorKind {
+  return typeof v === 'string' && Object.hasOwn(ERROR_CLASSES, v);
+}
+
+// napi's own argument-conversion statuses (e.g. a string where a number belongs).
+const NAPI_TYPE_STATUSES = new Set(['InvalidArg', 'NumberExpected', 'StringExpected']);
+
+/**
+ * Converts a binding failure into a typed error: an error thrown by a synchronous call, or a
+ * task outcome's `error` (`NativeError`). `scope` stands in when the failure names none (an
+ * error built elsewhere). Non-errors and kubenode errors pass through; a thrown error without
+ * a kubenode code (a napi status) becomes ERR_KUBENODE_INTERNAL, so callers only ever see
+ * KubenodeErrors.
+ */
+export function fromNative(e: unknown, scope?: ErrorScope): unknown {
+  if (isKubenodeError(e)) return e;
+  const thrown = e instanceof Error;
+  if (!thrown && (typeof e !== 'object' || e === null)) return e;
+  const f = e as Partial<Record<keyof NativeErrorLike, unknown>>;
+  const message = typeof f.message === 'string' ? f.message : String(e);
+  const options: KubenodeErrorOptions = thrown ? { cause: e } : {};
+  if (!isCode(f.code)) {
+    if (!thrown) return new KubenodeError('ERR_KUBENODE_INTERNAL', message);
+    if (typeof f.code === 'string' && NAPI_TYPE_STATUSES.has(f.code))
+      return new KubenodeTypeError(message, options);
+    return new KubenodeError('ERR_KUBENODE_INTERNAL', message, options);
   }
-  const code = (e as { code?: unknown }).code;
-  if (typeof code !== 'string' || !CODES.has(code)) {
-    // Argument conversion failures from napi itself (e.g. a string where a number belongs).
-    if (code === 'InvalidArg' || code === 'NumberExpected' || code === 'StringExpected') {
-      return new KubenodeTypeError(e.message, { cause: e });
-    }
-    return new KubenodeError('ERR_KUBENODE_INTERNAL', e.message, { cause: e });
-  }
-  if (code === 'ERR_KUBENODE_INVALID_ARG') {
-    return new KubenodeTypeError(e.message, { cause: e });
-  }
-  if (code === 'ERR_KUBENODE_OUT_OF_RANGE') {
-    return new KubenodeRangeError(e.message, { cause: e });
-  }
-  return new KubenodeError(code as KubenodeErrorCode, e.message, { cause: e });
+  const given = isKind(f.kind) ? f.kind : undefined;
+  const kind = given ?? KIND_OF_CODE[f.code];
+  const s = typeof f.scope === 'string' ? (f.scope as ErrorScope) : scope;
+  const fields = { code: f.code, kind, message };
+  if (given !== undefined) options.kind = given;
+  const make = (s === undefined ? undefined : ERROR_CLASSES[kind][s]) ?? BY_CODE[f.code];
+  return make(fields, options);
+}
+
+/** A task outcome's value, or its `error` thrown as a typed error. */
+export function outcomeOrThrow<T extends { error?: NativeError | null }>(o: T, scope?: ErrorScope): T {
+  if (o.error) throw fromNative(o.error, scope);
+  return o;
 }
 
 /** Runs `fn`, rethrowing binding errors as typed errors. */

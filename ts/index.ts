@@ -8,6 +8,8 @@ export {
   isKubenodeError,
   KubenodeError,
   type KubenodeErrorCode,
+  type KubenodeErrorKind,
+  type KubenodeErrorOptions,
   KubenodeRangeError,
   KubenodeTypeError,
 } from './errors.js';

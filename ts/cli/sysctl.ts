@@ -1,7 +1,7 @@
 // `kubenode admit`, `kubenode sysctl safe-list`, `kubenode sysctl probe`.
 import type { Command } from 'commander';
 import { PodAdmitChain } from '../admission/index.js';
-import { isKubenodeError } from '../errors.js';
+import { isKubenodeError, KubenodeError } from '../errors.js';
 import { probe } from '../sysctl/apply.js';
 import { allowlistFromKubeletConfig } from '../sysctl/config.js';
 import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
@@ -96,7 +96,7 @@ export function registerSysctl(program: Command): void {
       list = safeSysctlList(opts.kernel, { kubernetesVersion: opts.kubernetesVersion });
     } catch (e) {
       const flag =
-        e instanceof Error && /Kubernetes version/.test(e.message) ? '--kubernetes-version' : '--kernel';
+        e instanceof KubenodeError && e.kind === 'kubernetes-version' ? '--kubernetes-version' : '--kernel';
       badInput(`${flag}: ${(e as Error).message}`);
     }
     if (format === 'json') {

@@ -2,7 +2,7 @@
 // handle's last successful pass) runs in Rust in one call; only the service/endpoint tables
 // cross the boundary, and Rust checks them and chooses the path.
 import { performance } from 'node:perf_hooks';
-import { assertString, describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeTypeError, outcomeOrThrow } from '../errors.js';
 import { Conntrack, handleOf } from './client.js';
 import { conntrackError } from './errors.js';
 import type { ConntrackMetrics } from './metrics.js';
@@ -124,8 +124,7 @@ export async function cleanStaleEntries(
   } catch (e) {
     throw conntrackError(e);
   }
-  const o = await task;
-  if (o.error) throw conntrackError(o.error);
+  const o = outcomeOrThrow(await task);
   const seconds = (performance.now() - start) / 1000;
   if (!options.dryRun) {
     const m = options.metrics;

@@ -1,7 +1,7 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
 import type { Conntrack as NativeConntrack } from '../binding.js';
-import { assertString, describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeError, KubenodeTypeError, outcomeOrThrow } from '../errors.js';
 import { native } from '../native.js';
 import { ConntrackClosedError, conntrackError } from './errors.js';
 import { assertNumber, type IPFamily } from './tables.js';
@@ -121,13 +121,6 @@ export function toNativeFlow(f: Flow, i: number): NativeFlow {
   };
 }
 
-type NativeOutcome = { error?: { code: string; kind: string; message: string } | null };
-
-export function check<T extends NativeOutcome>(o: T): T {
-  if (o.error) throw conntrackError(o.error);
-  return o;
-}
-
 /**
  * Runs one batched per-flow operation of the handle (`delete`, or the test hook `create`):
  * checks the JS shape of `flows`, crosses once, and throws the outcome's error.
@@ -147,7 +140,7 @@ export async function flowBatch(
   } catch (e) {
     throw conntrackError(e);
   }
-  return check(await task);
+  return outcomeOrThrow(await task);
 }
 
 /**
@@ -190,7 +183,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    if (!o.handle) throw conntrackError(o.error ?? { code: 'ERR_KUBENODE_INTERNAL', message: 'no handle' });
+    if (!o.handle) throw conntrackError(o.error ?? new KubenodeError('ERR_KUBENODE_INTERNAL', 'no handle'));
     return new Conntrack(o.handle);
   }
 
@@ -212,7 +205,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    const o = check(await task);
+    const o = outcomeOrThrow(await task);
     return {
       flows: o.flows.map((f) => ({
         protocol: f.protocol,

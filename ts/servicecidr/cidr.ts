@@ -1,7 +1,7 @@
 // ServiceCIDR helpers with upstream `pkg/api/servicecidr` semantics (Go `net/netip` parsing),
 // computed in Rust (crate kubenode-cidr). List helpers take objects and return those matching,
 // in input order, in one native call per list.
-import type { ServiceCidrIndex as NativeIndex } from '../binding.js';
+import type { ServiceCidrIndex as NativeIndex, ServiceCidrDeleteOutcome } from '../binding.js';
 import { assertString, callNative, KubenodeTypeError } from '../errors.js';
 import type { IPFamily } from '../kube/types.js';
 import { native } from '../native.js';
@@ -40,7 +40,7 @@ export interface ServiceCIDRLike {
 export function parsePrefix(cidr: string): PrefixInfo {
   assertString('cidr', cidr);
   const p = callNative(() => native.servicecidrParsePrefix(cidr));
-  return { ...p, family: p.family as IPFamily };
+  return { ...p, family: p.family };
 }
 
 /**
@@ -107,7 +107,7 @@ export function containsAddress<T extends ServiceCIDRLike>(serviceCIDRs: readonl
  * `blocked`: an IPAddress would be left without a ServiceCIDR; `noOrphans`: no IPAddress
  * depends on this ServiceCIDR alone.
  */
-export type DeleteCheckOutcome = 'containedInOther' | 'blocked' | 'noOrphans';
+export type DeleteCheckOutcome = `${ServiceCidrDeleteOutcome}`;
 
 /** Result of `CIDRIndex.canDelete` (upstream `canDeleteCIDR`): deletable unless `blocked`. */
 export interface DeleteCheck {
@@ -207,7 +207,7 @@ export class CIDRIndex {
       ),
     );
     return {
-      outcome: r.outcome as DeleteCheckOutcome,
+      outcome: r.outcome,
       ...(r.ip ? { ip: r.ip } : {}),
       unparsable: r.unparsable,
     };

@@ -58,9 +58,6 @@ interface PodSpecLike {
 /** Host flags of the pod last read by `SysctlAllowlist.#encode` (saves a result object). */
 let podFlags = 0;
 
-// Staging area words: [slot, count, flags, ids…] (see crates/kubenode-node/src/sysctl/staged.rs).
-const STAGE_HEADER = 3;
-
 /**
  * This thread's staging area, shared with Rust, or null where the runtime refuses external
  * buffers (then every pod takes `admitIds`). Module-private: nothing else may hold it.
@@ -72,6 +69,8 @@ const stage: Uint32Array | null = (() => {
     return null;
   }
 })();
+// Staging area words: [slot, count, flags, ids…] (see crates/kubenode-node/src/sysctl/staged.rs).
+const STAGE_HEADER = stage === null ? 0 : native.SYSCTL_STAGE_HEADER;
 /** Most ids a staged pod can have; larger pods take `admitIds`. */
 const stageCapacity =
   stage === null ? 0 : Math.min(native.sysctlStagedCapacity(), stage.length - STAGE_HEADER);
@@ -221,9 +220,7 @@ export class SysctlAllowlist {
 
   /** The stored entries (normalised keys; prefixes without `*`), sorted by key. */
   entries(): AllowlistEntry[] {
-    return this.#n
-      .entries()
-      .map((e) => ({ key: e.key, namespace: e.namespace as SysctlNamespace, prefix: e.prefix }));
+    return this.#n.entries().map((e) => ({ key: e.key, namespace: e.namespace, prefix: e.prefix }));
   }
 }
 

@@ -1,6 +1,6 @@
 // Applying sysctls inside a pod's namespaces, and probing which sysctls really are namespaced
 // on this kernel. Both run on dedicated native threads off the JS thread.
-import type { SysctlTaskError } from '../binding.js';
+import type { SysctlProbeStatus } from '../binding.js';
 import {
   assertInteger,
   assertString,
@@ -8,8 +8,8 @@ import {
   describe,
   fromNative,
   KubenodeError,
-  type KubenodeErrorCode,
   KubenodeTypeError,
+  outcomeOrThrow,
 } from '../errors.js';
 import { native } from '../native.js';
 import type { SysctlNamespace } from './types.js';
@@ -44,16 +44,9 @@ export interface AppliedSysctl {
   value: string;
 }
 
-function taskError(e: SysctlTaskError): Error {
-  return fromNative(Object.assign(new Error(e.message), { code: e.code })) as Error;
-}
-
 function linuxOnly(what: string): void {
   if (process.platform !== 'linux') {
-    throw new KubenodeError(
-      'ERR_KUBENODE_UNSUPPORTED' as KubenodeErrorCode,
-      `${what} needs Linux namespaces`,
-    );
+    throw new KubenodeError('ERR_KUBENODE_UNSUPPORTED', `${what} needs Linux namespaces`);
   }
 }
 
@@ -97,8 +90,7 @@ export async function applySysctls(
   } catch (e) {
     throw fromNative(e);
   }
-  if (outcome.error) throw taskError(outcome.error);
-  return outcome.applied;
+  return outcomeOrThrow(outcome).applied;
 }
 
 /**
@@ -107,7 +99,7 @@ export async function applySysctls(
  * namespaces), `unchangeable` (no candidate value was accepted, or the value is not numeric),
  * `not-namespaced` (outside net/IPC/UTS: neither read nor written), `error` (read or write failed).
  */
-export type ProbeOutcome = 'isolated' | 'leaked' | 'absent' | 'unchangeable' | 'not-namespaced' | 'error';
+export type ProbeOutcome = `${SysctlProbeStatus}`;
 
 /** The outcome of probing one sysctl. */
 export interface ProbeResult {
@@ -152,8 +144,7 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
       assertString(`names[${i}]`, n);
     });
   }
-  const outcome = await awaitNative(native.sysctlProbe(names ? [...names] : undefined));
-  if (outcome.error) throw taskError(outcome.error);
+  const outcome = outcomeOrThrow(await awaitNative(native.sysctlProbe(names ? [...names] : undefined)));
   const summary: Record<ProbeOutcome, number> = {
     isolated: 0,
     leaked: 0,
@@ -163,9 +154,9 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
     error: 0,
   };
   const results = outcome.results.map((r) => {
-    const o = r.outcome as ProbeOutcome;
+    const o: ProbeOutcome = r.outcome;
     summary[o]++;
-    const out: ProbeResult = { name: r.name, namespace: r.namespace as SysctlNamespace, outcome: o };
+    const out: ProbeResult = { name: r.name, namespace: r.namespace, outcome: o };
     if (r.hostValue != null) out.hostValue = r.hostValue;
     if (r.probeValue != null) out.probeValue = r.probeValue;
     if (r.detail != null) out.detail = r.detail;

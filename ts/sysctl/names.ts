@@ -42,5 +42,5 @@ export interface NamespaceInfo {
 export function getNamespace(name: string): NamespaceInfo {
   assertString('name', name);
   const r = callNative(() => native.sysctlGetNamespace(name));
-  return { namespace: r.namespace as SysctlNamespace, name: r.name, prefixed: r.prefixed };
+  return { namespace: r.namespace, name: r.name, prefixed: r.prefixed };
 }

@@ -1,10 +1,12 @@
 // The slices of the Kubernetes v1 Pod that sysctl code reads. Plain JSON objects, as
 // @kubernetes/client-node and YAML parsing produce them.
 
+import type { SysctlNamespace as NativeNamespace } from '../binding.js';
+
 export type { PodLike, V1Sysctl } from '../kube/types.js';
 
-/** Kernel namespace a sysctl belongs to; `''` when it is not namespaced. */
-export type SysctlNamespace = 'IPC' | 'Net' | 'UTS' | 'User' | '';
+/** Kernel namespace a sysctl belongs to; `''` when it is not namespaced (the binding's values). */
+export type SysctlNamespace = `${NativeNamespace}`;
 
 /** One API field error, as `field.Error` reports it. */
 export interface FieldError {

@@ -42,7 +42,7 @@ export function validateSysctlNames(
   flags = 0,
   allowHost = false,
 ): FieldError[] {
-  const bits = (flags & (HOST_NETWORK | HOST_IPC)) | (allowHost ? 4 : 0);
+  const bits = (flags & (HOST_NETWORK | HOST_IPC)) | (allowHost ? native.SYSCTL_ALLOW_HOST_NAMESPACED : 0);
   return callNative(() => native.sysctlValidate(names, path, bits)).map((e) => ({
     type: e.type as FieldError['type'],
     field: e.field,

@@ -1,18 +1,14 @@
 // Typed errors of the user-namespace manager. `kind` tells failures apart; the message is
 // upstream's text wherever upstream has one.
-import { KubenodeError, type KubenodeErrorCode } from '../errors.js';
+import {
+  KubenodeError,
+  type KubenodeErrorCode,
+  type KubenodeErrorKind,
+  type KubenodeErrorOptions,
+} from '../error-classes.js';
 
 /** What went wrong in the user-namespace manager; finer than the `code`. */
-export type UsernsErrorKind =
-  | 'config'
-  | 'parse'
-  | 'conflict'
-  | 'exhausted'
-  | 'locked'
-  | 'invalid-pod-uid'
-  | 'io'
-  | 'permission'
-  | 'unsupported';
+export type UsernsErrorKind = KubenodeErrorKind;
 
 /** An error of the user-namespace manager (`UserNsManager`), with upstream's message where it has one. */
 export class UsernsError extends KubenodeError {
@@ -20,20 +16,14 @@ export class UsernsError extends KubenodeError {
    * The kind of failure, e.g. `exhausted` when no range is free, `locked` when another
    * process holds the pods directory's lock.
    */
-  readonly kind: UsernsErrorKind;
+  declare readonly kind: UsernsErrorKind;
   constructor(
     code: KubenodeErrorCode,
     kind: UsernsErrorKind,
     message: string,
-    options?: { cause?: unknown },
+    options?: KubenodeErrorOptions,
   ) {
-    super(code, message, options);
+    super(code, message, { ...options, kind });
     this.name = 'UsernsError';
-    this.kind = kind;
   }
-}
-
-/** Converts a binding task error (`{ code, kind, message }`) into a `UsernsError`. */
-export function fromTask(e: { code: string; kind: string; message: string }): UsernsError {
-  return new UsernsError(e.code as KubenodeErrorCode, e.kind as UsernsErrorKind, e.message);
 }

@@ -1,7 +1,6 @@
 // Read-only views of a pods directory and the kubelet's `userns` file format.
-import { assertInteger, assertString, awaitNative, callNative } from '../errors.js';
+import { assertInteger, assertString, awaitNative, callNative, outcomeOrThrow } from '../errors.js';
 import { native } from '../native.js';
-import { fromTask } from './errors.js';
 
 /** One pod directory with a `userns` file, as `listPods` reports it. */
 export interface ListedPod {
@@ -18,8 +17,7 @@ export interface ListedPod {
 /** Every pod with a `userns` file, sorted by UID, without locking or changing anything. */
 export async function listPods(podsDir: string): Promise<ListedPod[]> {
   assertString('podsDir', podsDir);
-  const o = await awaitNative(native.usernsList(podsDir));
-  if (o.error) throw fromTask(o.error);
+  const o = outcomeOrThrow(await awaitNative(native.usernsList(podsDir)));
   return o.pods.map((p) => ({
     pod: p.pod,
     hostId: p.hostId ?? null,

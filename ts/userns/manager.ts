@@ -8,12 +8,14 @@ import {
   assertString,
   awaitNative,
   callNative,
+  fromNative,
   KubenodeError,
   KubenodeTypeError,
+  outcomeOrThrow,
 } from '../errors.js';
 import type { PodLike } from '../kube/types.js';
 import { native } from '../native.js';
-import { fromTask, UsernsError } from './errors.js';
+import { UsernsError } from './errors.js';
 import { type IdPool, resolveKubeletMappings } from './subids.js';
 
 /** Default `userNamespaces.idsPerPod`: IDs mapped per pod (upstream's `userNsLength`). */
@@ -92,11 +94,6 @@ export interface UserNsManagerOptions {
   runtimeHandlerSupportsUserns?: HandlerSupport;
   /** Seed of the bitmap's random scan, for reproducible tests. */
   seed?: number;
-}
-
-function outcomeOrThrow(o: UsernsOutcome): UsernsOutcome {
-  if (o.error) throw fromTask(o.error);
-  return o;
 }
 
 function podUidOf(pod: PodLike): string {
@@ -301,7 +298,7 @@ export class UserNsManager {
       out[i] = !o
         ? { status: 'rejected', reason: new KubenodeError('ERR_KUBENODE_INTERNAL', 'missing outcome') }
         : o.error
-          ? { status: 'rejected', reason: fromTask(o.error) }
+          ? { status: 'rejected', reason: fromNative(o.error) }
           : { status: 'fulfilled', value: { mode: 'POD', uids: o.uids, gids: o.gids } };
     });
     return out;

@@ -1,19 +1,19 @@
 //! Checked conversions of JavaScript numbers: JS has only doubles, so every index, size and ID
 //! is validated here before it reaches a core crate.
 
-use crate::errors::{err, Code, Result};
+use crate::errors::{err, ErrorCode, Result};
 
 /// A non-negative integer no larger than `limit`.
 pub fn index(what: &str, v: f64, limit: u64) -> Result<u64> {
     if !v.is_finite() || v.fract() != 0.0 {
         return Err(err(
-            Code::InvalidArg,
+            ErrorCode::InvalidArg,
             format!("{what} must be an integer, got {v}"),
         ));
     }
     if v < 0.0 || v > limit as f64 {
         return Err(err(
-            Code::OutOfRange,
+            ErrorCode::OutOfRange,
             format!("{what} must be in [0, {limit}], got {v}"),
         ));
     }
@@ -24,7 +24,7 @@ pub fn index(what: &str, v: f64, limit: u64) -> Result<u64> {
 pub fn integer(what: &str, v: f64) -> Result<i64> {
     if !v.is_finite() || v.fract() != 0.0 || v.abs() > 9_007_199_254_740_991.0 {
         return Err(err(
-            Code::InvalidArg,
+            ErrorCode::InvalidArg,
             format!("{what} must be a safe integer, got {v}"),
         ));
     }

@@ -2,14 +2,15 @@
 
 use kubenode_cidr::{
     broadcast_address, ip_to_addr, prefix_contains_ip, scan_matches, validate_cidr, Addr,
-    CidrError, CidrIndex, DeleteCheck, OrphanScan, Prefix, Query,
+    CidrError, CidrIndex, DeleteCheck, Family, OrphanScan, Prefix, Query,
 };
+use napi::Env;
 use napi_derive::napi;
 
-use crate::errors::{err, Code, Error, Result};
+use crate::errors::{err, throwing, ErrorCode, NativeError, Result};
 
-fn to_js(e: CidrError) -> Error {
-    err(Code::Parse, e)
+fn to_js(e: CidrError) -> NativeError {
+    err(ErrorCode::Parse, e)
 }
 
 fn prefix(s: &str) -> Result<Prefix> {
@@ -20,10 +21,39 @@ fn addr(s: &str) -> Result<Addr> {
     Addr::parse(s).map_err(to_js)
 }
 
+/// An IP family, as Kubernetes spells it.
+#[napi(string_enum)]
+pub enum IpFamily {
+    #[napi(value = "IPv4")]
+    V4,
+    #[napi(value = "IPv6")]
+    V6,
+}
+
+impl From<Family> for IpFamily {
+    fn from(f: Family) -> Self {
+        match f {
+            Family::V4 => Self::V4,
+            Family::V6 => Self::V6,
+        }
+    }
+}
+
+/// Upstream `canDeleteCIDR`'s verdict.
+#[napi(string_enum)]
+pub enum ServiceCidrDeleteOutcome {
+    #[napi(value = "containedInOther")]
+    ContainedInOther,
+    #[napi(value = "blocked")]
+    Blocked,
+    #[napi(value = "noOrphans")]
+    NoOrphans,
+}
+
 #[napi(object)]
 pub struct ServiceCidrPrefixInfo {
-    /// `IPv4` or `IPv6` (an IPv4-mapped IPv6 prefix is IPv6, as in Go's netip).
-    pub family: String,
+    /// An IPv4-mapped IPv6 prefix is IPv6, as in Go's netip.
+    pub family: IpFamily,
     pub bits: u32,
     /// The address as written (host bits kept).
     pub address: String,
@@ -33,14 +63,16 @@ pub struct ServiceCidrPrefixInfo {
 }
 
 #[napi]
-pub fn servicecidr_parse_prefix(cidr: String) -> Result<ServiceCidrPrefixInfo> {
-    let p = prefix(&cidr)?;
-    Ok(ServiceCidrPrefixInfo {
-        family: p.family().label().to_string(),
-        bits: u32::from(p.bits()),
-        address: p.addr().to_string(),
-        masked: p.masked().to_string(),
-        ipv4_mapped: p.addr().is_4in6(),
+pub fn servicecidr_parse_prefix(env: Env, cidr: String) -> napi::Result<ServiceCidrPrefixInfo> {
+    throwing(&env, || {
+        let p = prefix(&cidr)?;
+        Ok(ServiceCidrPrefixInfo {
+            family: p.family().into(),
+            bits: u32::from(p.bits()),
+            address: p.addr().to_string(),
+            masked: p.masked().to_string(),
+            ipv4_mapped: p.addr().is_4in6(),
+        })
     })
 }
 
@@ -50,13 +82,13 @@ pub fn servicecidr_validate(cidr: String) -> Vec<String> {
 }
 
 #[napi]
-pub fn servicecidr_prefix_contains_ip(cidr: String, ip: String) -> Result<bool> {
-    Ok(prefix_contains_ip(&prefix(&cidr)?, addr(&ip)?))
+pub fn servicecidr_prefix_contains_ip(env: Env, cidr: String, ip: String) -> napi::Result<bool> {
+    throwing(&env, || Ok(prefix_contains_ip(&prefix(&cidr)?, addr(&ip)?)))
 }
 
 #[napi]
-pub fn servicecidr_broadcast_address(cidr: String) -> Result<String> {
-    Ok(broadcast_address(&prefix(&cidr)?).to_string())
+pub fn servicecidr_broadcast_address(env: Env, cidr: String) -> napi::Result<String> {
+    throwing(&env, || Ok(broadcast_address(&prefix(&cidr)?).to_string()))
 }
 
 #[napi]
@@ -67,22 +99,31 @@ pub fn servicecidr_ip_to_addr(ip: String) -> Option<String> {
 /// Indices of the CIDR lists that match `query` under `kind` (`overlaps`, `containsPrefix` or
 /// `containsAddress`): upstream's linear scan, one crossing for the whole list.
 #[napi]
-pub fn servicecidr_match(kind: String, lists: Vec<Vec<String>>, query: String) -> Result<Vec<u32>> {
-    let q = match kind.as_str() {
-        "overlaps" => Query::Overlaps(prefix(&query)?),
-        "containsPrefix" => Query::ContainsPrefix(prefix(&query)?),
-        "containsAddress" => Query::ContainsAddress(addr(&query)?),
-        other => {
-            return Err(err(
-                Code::InvalidArg,
-                format!("unknown match kind {other:?}"),
-            ))
-        }
-    };
-    scan_matches(&lists, &q)
-        .into_iter()
-        .map(|i| u32::try_from(i).map_err(|_| err(Code::OutOfRange, "too many ServiceCIDRs")))
-        .collect()
+pub fn servicecidr_match(
+    env: Env,
+    kind: String,
+    lists: Vec<Vec<String>>,
+    query: String,
+) -> napi::Result<Vec<u32>> {
+    throwing(&env, || {
+        let q = match kind.as_str() {
+            "overlaps" => Query::Overlaps(prefix(&query)?),
+            "containsPrefix" => Query::ContainsPrefix(prefix(&query)?),
+            "containsAddress" => Query::ContainsAddress(addr(&query)?),
+            other => {
+                return Err(err(
+                    ErrorCode::InvalidArg,
+                    format!("unknown match kind {other:?}"),
+                ))
+            }
+        };
+        scan_matches(&lists, &q)
+            .into_iter()
+            .map(|i| {
+                u32::try_from(i).map_err(|_| err(ErrorCode::OutOfRange, "too many ServiceCIDRs"))
+            })
+            .collect()
+    })
 }
 
 #[napi(object)]
@@ -93,8 +134,7 @@ pub struct ServiceCidrEntry {
 
 #[napi(object)]
 pub struct ServiceCidrDeleteCheck {
-    /// `containedInOther`, `blocked` or `noOrphans`.
-    pub outcome: String,
+    pub outcome: ServiceCidrDeleteOutcome,
     /// The IPAddress that blocks the deletion (`blocked` only).
     pub ip: Option<String>,
     /// IPAddress names that are not addresses; skipped.
@@ -153,18 +193,18 @@ impl JsServiceCidrIndex {
     }
 
     #[napi]
-    pub fn containing(&self, ip: String) -> Result<Vec<String>> {
-        Ok(self.inner.containing(addr(&ip)?))
+    pub fn containing(&self, env: Env, ip: String) -> napi::Result<Vec<String>> {
+        throwing(&env, || Ok(self.inner.containing(addr(&ip)?)))
     }
 
     #[napi]
-    pub fn containing_prefix(&self, cidr: String) -> Result<Vec<String>> {
-        Ok(self.inner.containing_prefix(&prefix(&cidr)?))
+    pub fn containing_prefix(&self, env: Env, cidr: String) -> napi::Result<Vec<String>> {
+        throwing(&env, || Ok(self.inner.containing_prefix(&prefix(&cidr)?)))
     }
 
     #[napi]
-    pub fn overlapping(&self, cidr: String) -> Result<Vec<String>> {
-        Ok(self.inner.overlapping(&prefix(&cidr)?))
+    pub fn overlapping(&self, env: Env, cidr: String) -> napi::Result<Vec<String>> {
+        throwing(&env, || Ok(self.inner.overlapping(&prefix(&cidr)?)))
     }
 
     /// Upstream `canDeleteCIDR` over the allocator-managed IPAddresses (`ips[i]` with family
@@ -172,35 +212,38 @@ impl JsServiceCidrIndex {
     #[napi]
     pub fn can_delete(
         &self,
+        env: Env,
         name: String,
         cidrs: Vec<String>,
         ips: Vec<String>,
         families: Vec<Option<String>>,
-    ) -> Result<ServiceCidrDeleteCheck> {
-        if ips.len() != families.len() {
-            return Err(err(
-                Code::InvalidArg,
-                "ips and families must have the same length",
-            ));
-        }
-        let scan: Vec<OrphanScan<'_>> = ips
-            .iter()
-            .zip(&families)
-            .map(|(n, f)| OrphanScan {
-                name: n,
-                family_label: f.as_deref(),
+    ) -> napi::Result<ServiceCidrDeleteCheck> {
+        throwing(&env, || {
+            if ips.len() != families.len() {
+                return Err(err(
+                    ErrorCode::InvalidArg,
+                    "ips and families must have the same length",
+                ));
+            }
+            let scan: Vec<OrphanScan<'_>> = ips
+                .iter()
+                .zip(&families)
+                .map(|(n, f)| OrphanScan {
+                    name: n,
+                    family_label: f.as_deref(),
+                })
+                .collect();
+            let mut unparsable = Vec::new();
+            let (outcome, ip) = match self.inner.can_delete(&name, &cidrs, &scan, &mut unparsable) {
+                DeleteCheck::ContainedInOther => (ServiceCidrDeleteOutcome::ContainedInOther, None),
+                DeleteCheck::BlockedBy { ip } => (ServiceCidrDeleteOutcome::Blocked, Some(ip)),
+                DeleteCheck::NoOrphans => (ServiceCidrDeleteOutcome::NoOrphans, None),
+            };
+            Ok(ServiceCidrDeleteCheck {
+                outcome,
+                ip,
+                unparsable,
             })
-            .collect();
-        let mut unparsable = Vec::new();
-        let (outcome, ip) = match self.inner.can_delete(&name, &cidrs, &scan, &mut unparsable) {
-            DeleteCheck::ContainedInOther => ("containedInOther", None),
-            DeleteCheck::BlockedBy { ip } => ("blocked", Some(ip)),
-            DeleteCheck::NoOrphans => ("noOrphans", None),
-        };
-        Ok(ServiceCidrDeleteCheck {
-            outcome: outcome.to_string(),
-            ip,
-            unparsable,
         })
     }
 }

@@ -20,7 +20,7 @@ use napi::{sys, Env, Unknown};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::AtomicU32;
 
-use crate::errors::{err, Code, Result};
+use crate::errors::{err, ErrorCode, Result};
 
 /// `LEN` words of staging memory, 8-byte aligned so JS can also view it as a `Float64Array`.
 #[repr(C, align(8))]
@@ -58,9 +58,9 @@ impl<const LEN: usize> Staging<LEN> {
             if status == sys::Status::napi_ok && !value.is_null() {
                 // SAFETY: `value` is a valid handle in the current scope.
                 return unsafe { Unknown::from_napi_value(env.raw(), value) }
-                    .map_err(|e| err(Code::Unsupported, e));
+                    .map_err(|e| err(ErrorCode::Unsupported, e));
             }
-            return Err(err(Code::Unsupported, format!("the {what} is gone")));
+            return Err(err(ErrorCode::Unsupported, format!("the {what} is gone")));
         }
         let words: &'static Words<LEN> =
             Box::leak(Box::new(Words([const { AtomicU32::new(0) }; LEN])));
@@ -78,7 +78,7 @@ impl<const LEN: usize> Staging<LEN> {
         };
         if status != sys::Status::napi_ok {
             return Err(err(
-                Code::Unsupported,
+                ErrorCode::Unsupported,
                 "external ArrayBuffers are not allowed in this runtime",
             ));
         }
@@ -86,12 +86,16 @@ impl<const LEN: usize> Staging<LEN> {
         // SAFETY: `value` was just created in this scope.
         let status = unsafe { sys::napi_create_reference(env.raw(), value, 1, &mut r) };
         if status != sys::Status::napi_ok {
-            return Err(err(Code::Unsupported, format!("could not keep the {what}")));
+            return Err(err(
+                ErrorCode::Unsupported,
+                format!("could not keep the {what}"),
+            ));
         }
         self.buffer.set(r);
         self.words.set(Some(words));
         // SAFETY: as above.
-        unsafe { Unknown::from_napi_value(env.raw(), value) }.map_err(|e| err(Code::Unsupported, e))
+        unsafe { Unknown::from_napi_value(env.raw(), value) }
+            .map_err(|e| err(ErrorCode::Unsupported, e))
     }
 }
 
@@ -114,7 +118,12 @@ impl<T> Registry<T> {
     pub fn register(&self, value: T, what: &str) -> Result<u32> {
         // Nothing registers or frees while `with` lends an object (no JS runs then), so the
         // borrows below cannot fail; were one ever to, it is an error, not a panic.
-        let busy = || err(Code::Conflict, format!("the registry of {what} is in use"));
+        let busy = || {
+            err(
+                ErrorCode::Conflict,
+                format!("the registry of {what} is in use"),
+            )
+        };
         let mut slots = self.slots.try_borrow_mut().map_err(|_| busy())?;
         let mut free = self.free.try_borrow_mut().map_err(|_| busy())?;
         if let Some(i) = free.pop() {
@@ -124,7 +133,7 @@ impl<T> Registry<T> {
             }
         }
         let i = u32::try_from(slots.len())
-            .map_err(|_| err(Code::OutOfRange, format!("too many {what}")))?;
+            .map_err(|_| err(ErrorCode::OutOfRange, format!("too many {what}")))?;
         slots.push(Some(value));
         Ok(i)
     }

@@ -16,24 +16,38 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// What a mapping check saw: a process in a new user namespace with the range, uid 0 inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_from_js = false, js_name = "UsernsVerifyReport")
+)]
 pub struct VerifyReport {
+    /// Pod UID, when the range came from a pod's `userns` file.
+    pub pod: Option<String>,
+    /// First host ID of the range (what uid/gid 0 inside maps to).
     pub host_id: u32,
+    /// Number of IDs in the range.
     pub length: u32,
+    /// Host PID of the checking process.
     pub pid: u32,
-    /// `getuid()`/`getgid()` inside the namespace after `setresuid(0)`/`setresgid(0)`.
+    /// `getuid()` inside the namespace after `setresuid(0)`.
     pub inside_uid: u32,
+    /// `getgid()` inside the namespace after `setresgid(0)`.
     pub inside_gid: u32,
-    /// Real uid/gid of the same process in `/proc/<pid>/status`, seen from the initial namespace.
+    /// Real uid of the same process, seen from the initial namespace.
     pub outside_uid: u32,
+    /// Real gid of the same process, seen from the initial namespace.
     pub outside_gid: u32,
-    /// Owner of the file the child created inside the namespace.
+    /// Host owner uid of a file the process created inside the namespace.
     pub file_uid: u32,
+    /// Host owner gid of that file.
     pub file_gid: u32,
-    /// `/proc/<pid>/uid_map` and `gid_map` as read by the parent.
+    /// `/proc/<pid>/uid_map` as read from the host.
     pub uid_map: String,
+    /// `/proc/<pid>/gid_map` as read from the host.
     pub gid_map: String,
-    /// Every observation agrees: 0 inside is `host_id` outside.
+    /// Every observation agrees: 0 inside is `hostId` outside.
     pub ok: bool,
 }
 
@@ -418,6 +432,7 @@ pub fn verify_mapping(host_id: u32, length: u32) -> Result<VerifyReport> {
         }
     };
     let mut report = VerifyReport {
+        pod: None,
         host_id,
         length,
         pid: pid as u32,

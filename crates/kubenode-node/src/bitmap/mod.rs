@@ -6,18 +6,18 @@ use std::cell::{Ref, RefCell, RefMut};
 use std::rc::Rc;
 
 use crate::convert;
-use crate::errors::{err, Code, Error, Result};
+use crate::errors::{err, throwing, ErrorCode, NativeError, Result};
 
 mod staged;
 
-fn to_js(e: BitmapError) -> Error {
+fn to_js(e: BitmapError) -> NativeError {
     let code = match e {
         // Like Node's own failed buffer allocations, a map too big for memory is a range error.
         BitmapError::OutOfRange { .. }
         | BitmapError::AllocationFailed { .. }
-        | BitmapError::InvalidOffset { .. } => Code::OutOfRange,
-        BitmapError::RangeMismatch => Code::Conflict,
-        _ => Code::InvalidArg,
+        | BitmapError::InvalidOffset { .. } => ErrorCode::OutOfRange,
+        BitmapError::RangeMismatch => ErrorCode::Conflict,
+        _ => ErrorCode::InvalidArg,
     };
     err(code, e)
 }
@@ -53,8 +53,8 @@ impl Drop for JsAllocationBitmap {
 
 /// Only a staged call can hold the map, and none runs during a method call: a failed borrow
 /// would be a binding bug, reported as an error rather than a panic.
-fn busy() -> Error {
-    err(Code::Conflict, "the allocation bitmap is in use")
+fn busy() -> NativeError {
+    err(ErrorCode::Conflict, "the allocation bitmap is in use")
 }
 
 impl JsAllocationBitmap {
@@ -70,40 +70,49 @@ impl JsAllocationBitmap {
 #[napi]
 impl JsAllocationBitmap {
     #[napi(constructor)]
-    pub fn new(max: f64, range_spec: String, options: Option<BitmapOptions>) -> Result<Self> {
-        let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
-        let opts = options.unwrap_or(BitmapOptions {
-            strategy: None,
-            offset: None,
-            seed: None,
-        });
-        let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
-            "random-scan" => {
-                let offset = match opts.offset {
-                    Some(o) => convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize,
-                    None => 0,
-                };
-                Strategy::RandomScan { offset }
-            }
-            "contiguous-scan" => Strategy::ContiguousScan,
-            other => {
-                return Err(err(
-                    Code::InvalidArg,
-                    format!(
-                        "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
-                    ),
-                ))
-            }
-        };
-        let rng = match opts.seed {
-            Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
-            None => SplitMix64::from_entropy(),
-        };
-        let map = Rc::new(RefCell::new(
-            Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?,
-        ));
-        let slot = staged::register(Rc::clone(&map))?;
-        Ok(Self { map, slot })
+    pub fn new(
+        env: Env,
+        max: f64,
+        range_spec: String,
+        options: Option<BitmapOptions>,
+    ) -> napi::Result<Self> {
+        throwing(&env, || {
+            let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
+            let opts = options.unwrap_or(BitmapOptions {
+                strategy: None,
+                offset: None,
+                seed: None,
+            });
+            let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
+                "random-scan" => {
+                    let offset = match opts.offset {
+                        Some(o) => {
+                            convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize
+                        }
+                        None => 0,
+                    };
+                    Strategy::RandomScan { offset }
+                }
+                "contiguous-scan" => Strategy::ContiguousScan,
+                other => {
+                    return Err(err(
+                        ErrorCode::InvalidArg,
+                        format!(
+                            "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
+                        ),
+                    ))
+                }
+            };
+            let rng = match opts.seed {
+                Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
+                None => SplitMix64::from_entropy(),
+            };
+            let map = Rc::new(RefCell::new(
+                Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?,
+            ));
+            let slot = staged::register(Rc::clone(&map))?;
+            Ok(Self { map, slot })
+        })
     }
 
     /// This map's number in the thread's registry, which staged calls name it by.
@@ -113,73 +122,87 @@ impl JsAllocationBitmap {
     }
 
     #[napi(getter)]
-    pub fn max(&self) -> Result<f64> {
-        Ok(self.inner()?.max() as f64)
+    pub fn max(&self, env: Env) -> napi::Result<f64> {
+        throwing(&env, || Ok(self.inner()?.max() as f64))
     }
 
     #[napi(getter)]
-    pub fn range_spec(&self) -> Result<String> {
-        Ok(self.inner()?.range_spec().to_string())
+    pub fn range_spec(&self, env: Env) -> napi::Result<String> {
+        throwing(&env, || Ok(self.inner()?.range_spec().to_string()))
     }
 
     #[napi]
-    pub fn allocate(&mut self, i: f64) -> Result<bool> {
-        let i = convert::integer("offset", i)?;
-        self.inner_mut()?.allocate(i).map_err(to_js)
+    pub fn allocate(&mut self, env: Env, i: f64) -> napi::Result<bool> {
+        throwing(&env, || {
+            let i = convert::integer("offset", i)?;
+            self.inner_mut()?.allocate(i).map_err(to_js)
+        })
     }
 
     #[napi]
-    pub fn allocate_next(&mut self) -> Result<Option<f64>> {
-        Ok(self
-            .inner_mut()?
-            .allocate_next()
-            .map_err(to_js)?
-            .map(|i| i as f64))
+    pub fn allocate_next(&mut self, env: Env) -> napi::Result<Option<f64>> {
+        throwing(&env, || {
+            Ok(self
+                .inner_mut()?
+                .allocate_next()
+                .map_err(to_js)?
+                .map(|i| i as f64))
+        })
     }
 
     #[napi]
-    pub fn release(&mut self, i: f64) -> Result<()> {
-        let i = convert::index("offset", i, u64::MAX >> 11)?;
-        self.inner_mut()?.release(i as usize);
-        Ok(())
+    pub fn release(&mut self, env: Env, i: f64) -> napi::Result<()> {
+        throwing(&env, || {
+            let i = convert::index("offset", i, u64::MAX >> 11)?;
+            self.inner_mut()?.release(i as usize);
+            Ok(())
+        })
     }
 
     #[napi]
-    pub fn has(&self, i: f64) -> Result<bool> {
-        let i = convert::index("offset", i, u64::MAX >> 11)?;
-        Ok(self.inner()?.has(i as usize))
+    pub fn has(&self, env: Env, i: f64) -> napi::Result<bool> {
+        throwing(&env, || {
+            let i = convert::index("offset", i, u64::MAX >> 11)?;
+            Ok(self.inner()?.has(i as usize))
+        })
     }
 
     #[napi]
-    pub fn free(&self) -> Result<f64> {
-        Ok(self.inner()?.free() as f64)
+    pub fn free(&self, env: Env) -> napi::Result<f64> {
+        throwing(&env, || Ok(self.inner()?.free() as f64))
     }
 
     #[napi]
-    pub fn count(&self) -> Result<f64> {
-        Ok(self.inner()?.count() as f64)
+    pub fn count(&self, env: Env) -> napi::Result<f64> {
+        throwing(&env, || Ok(self.inner()?.count() as f64))
     }
 
     /// All set slots, ascending, in one crossing. There is deliberately no native `forEach`: a
     /// callback into JS while an iterator borrows the map could mutate (or `restore`) it under
     /// the iterator; `ts/bitmap.ts` builds `forEach` on this array instead.
     #[napi]
-    pub fn to_array(&self) -> Result<Vec<f64>> {
-        Ok(self.inner()?.iter().map(|i| i as f64).collect())
-    }
-
-    #[napi]
-    pub fn snapshot(&self) -> Result<BitmapSnapshot> {
-        let (range, data) = self.inner()?.snapshot();
-        Ok(BitmapSnapshot {
-            range,
-            data: data.into(),
+    pub fn to_array(&self, env: Env) -> napi::Result<Vec<f64>> {
+        throwing(&env, || {
+            Ok(self.inner()?.iter().map(|i| i as f64).collect())
         })
     }
 
     #[napi]
-    pub fn restore(&mut self, range: String, data: &[u8]) -> Result<()> {
-        self.inner_mut()?.restore(&range, data).map_err(to_js)
+    pub fn snapshot(&self, env: Env) -> napi::Result<BitmapSnapshot> {
+        throwing(&env, || {
+            let (range, data) = self.inner()?.snapshot();
+            Ok(BitmapSnapshot {
+                range,
+                data: data.into(),
+            })
+        })
+    }
+
+    #[napi]
+    pub fn restore(&mut self, env: Env, range: String, data: &[u8]) -> napi::Result<()> {
+        throwing(&env, || {
+            self.inner_mut()?.restore(&range, data).map_err(to_js)
+        })
     }
 }
 
@@ -191,30 +214,40 @@ impl JsAllocationBitmap {
     /// Fills `out` by consecutive allocateNext calls; returns how many slots were taken (fewer
     /// than `out.length` only when the map filled up).
     #[napi]
-    pub fn allocate_next_into(&mut self, mut out: Uint32ArraySlice<'_>) -> Result<u32> {
-        // SAFETY: JS is blocked for the whole call, so nothing else touches the array's memory.
-        let out = unsafe { out.as_mut() };
-        Ok(self.inner_mut()?.allocate_next_into(out).map_err(to_js)? as u32)
+    pub fn allocate_next_into(
+        &mut self,
+        env: Env,
+        mut out: Uint32ArraySlice<'_>,
+    ) -> napi::Result<u32> {
+        throwing(&env, || {
+            // SAFETY: JS is blocked for the whole call, so nothing else touches the array's memory.
+            let out = unsafe { out.as_mut() };
+            Ok(self.inner_mut()?.allocate_next_into(out).map_err(to_js)? as u32)
+        })
     }
 
     /// Releases every slot; returns how many were taken before.
     #[napi]
-    pub fn release_many(&mut self, slots: &[u32]) -> Result<u32> {
-        Ok(self
-            .inner_mut()?
-            .release_many(slots.iter().map(|&i| i as usize)) as u32)
+    pub fn release_many(&mut self, env: Env, slots: &[u32]) -> napi::Result<u32> {
+        throwing(&env, || {
+            Ok(self
+                .inner_mut()?
+                .release_many(slots.iter().map(|&i| i as usize)) as u32)
+        })
     }
 
     /// `release_many` for JS numbers: every value is checked before any slot is released, so a
     /// bad value leaves the map unchanged.
     #[napi]
-    pub fn release_many_numbers(&mut self, slots: &[f64]) -> Result<u32> {
-        for &i in slots {
-            convert::index("offset", i, u64::MAX >> 11)?;
-        }
-        Ok(self
-            .inner_mut()?
-            .release_many(slots.iter().map(|&i| i as usize)) as u32)
+    pub fn release_many_numbers(&mut self, env: Env, slots: &[f64]) -> napi::Result<u32> {
+        throwing(&env, || {
+            for &i in slots {
+                convert::index("offset", i, u64::MAX >> 11)?;
+            }
+            Ok(self
+                .inner_mut()?
+                .release_many(slots.iter().map(|&i| i as usize)) as u32)
+        })
     }
 }
 
@@ -223,8 +256,8 @@ impl JsAllocationBitmap {
 /// readable as `Float64Array` from index 2. Throws `ERR_KUBENODE_UNSUPPORTED` where external
 /// buffers are not allowed.
 #[napi(ts_return_type = "ArrayBuffer")]
-pub fn bitmap_staging_buffer(env: Env) -> Result<napi::Unknown<'static>> {
-    staged::staging_buffer(&env)
+pub fn bitmap_staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
+    throwing(&env, || staged::staging_buffer(&env))
 }
 
 /// Data words of the staging area: the largest staged batch of slots (offsets as numbers take

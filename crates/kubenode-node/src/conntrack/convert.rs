@@ -6,39 +6,36 @@ use std::net::IpAddr;
 
 use kubenode_conntrack::{
     parse_ip, protocol_number, CleanPath, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
-    ErrorKind, Flow, FullReason, Progress, ServiceEntry, Tuple, PHASE_DELETING, PHASE_LISTING,
+    ErrorKind as CoreKind, Flow, FullReason, Progress, ServiceEntry, Tuple, PHASE_DELETING,
+    PHASE_LISTING,
 };
 use napi::bindgen_prelude::Either;
 use std::sync::atomic::Ordering;
 
 use super::types::*;
 use crate::convert;
-use crate::errors::{err, Code, Result};
+use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
-fn code_of(kind: ErrorKind) -> Code {
-    match kind {
-        ErrorKind::InvalidArgument | ErrorKind::Family => Code::InvalidArg,
-        ErrorKind::OutOfRange => Code::OutOfRange,
-        ErrorKind::Busy => Code::Conflict,
-        ErrorKind::Permission => Code::Permission,
-        ErrorKind::Unavailable => Code::Unsupported,
-        ErrorKind::Parse => Code::Parse,
-        ErrorKind::Closed | ErrorKind::Io => Code::Io,
+impl From<&CtError> for NativeError {
+    fn from(e: &CtError) -> Self {
+        let (code, kind) = match e.kind() {
+            CoreKind::InvalidArgument => (ErrorCode::InvalidArg, ErrorKind::InvalidArgument),
+            CoreKind::Family => (ErrorCode::InvalidArg, ErrorKind::Family),
+            CoreKind::OutOfRange => (ErrorCode::OutOfRange, ErrorKind::OutOfRange),
+            CoreKind::Busy => (ErrorCode::Conflict, ErrorKind::Busy),
+            CoreKind::Permission => (ErrorCode::Permission, ErrorKind::Permission),
+            CoreKind::Unavailable => (ErrorCode::Unsupported, ErrorKind::Unavailable),
+            CoreKind::Parse => (ErrorCode::Parse, ErrorKind::Parse),
+            CoreKind::Closed => (ErrorCode::Io, ErrorKind::Closed),
+            CoreKind::Io => (ErrorCode::Io, ErrorKind::Io),
+        };
+        NativeError::new(code, kind, e).scoped(ErrorScope::Conntrack)
     }
 }
 
-/// A thrown error. Only argument conversion throws; its kind is implied by its code.
-pub fn to_js(e: CtError) -> crate::errors::Error {
-    err(code_of(e.kind()), e)
-}
-
-pub fn task_error(e: &CtError) -> ConntrackTaskError {
-    let kind = e.kind();
-    ConntrackTaskError {
-        code: code_of(kind).as_ref().to_string(),
-        kind: kind.as_str().to_string(),
-        message: e.to_string(),
-    }
+/// For `map_err` on argument conversion, which throws.
+pub fn to_js(e: CtError) -> NativeError {
+    NativeError::from(&e)
 }
 
 fn port(what: &str, v: f64) -> Result<u16> {

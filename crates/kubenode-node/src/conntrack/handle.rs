@@ -5,14 +5,13 @@ use std::sync::Arc;
 
 use kubenode_conntrack::{parse_family, Conntrack, ConntrackHandle, Progress};
 use napi::bindgen_prelude::AsyncTask;
+use napi::Env;
 use napi_derive::napi;
 
-use super::convert::{
-    endpoints_in, filter_in, flow_in, progress_out, service_in, task_error, to_js,
-};
+use super::convert::{endpoints_in, filter_in, flow_in, progress_out, service_in, to_js};
 use super::tasks::{BatchTask, CleanTask, ListTask, OpenTask};
 use super::types::*;
-use crate::errors::Result;
+use crate::errors::{throwing, NativeError, Result};
 
 #[napi(js_name = "Conntrack")]
 pub struct JsConntrack {
@@ -61,33 +60,38 @@ impl JsConntrack {
     #[napi(ts_return_type = "Promise<ConntrackListOutcome>")]
     pub fn list(
         &self,
+        env: Env,
         family: String,
         filter: Option<ConntrackListFilter>,
-    ) -> Result<AsyncTask<ListTask>> {
-        Ok(AsyncTask::new(ListTask {
-            ct: self.inner.clone(),
-            family: parse_family(&family).map_err(to_js)?,
-            filter: filter.map(filter_in).transpose()?.unwrap_or_default(),
-        }))
+    ) -> napi::Result<AsyncTask<ListTask>> {
+        throwing(&env, || {
+            Ok(AsyncTask::new(ListTask {
+                ct: self.inner.clone(),
+                family: parse_family(&family).map_err(to_js)?,
+                filter: filter.map(filter_in).transpose()?.unwrap_or_default(),
+            }))
+        })
     }
 
     #[napi(ts_return_type = "Promise<ConntrackBatchOutcome>")]
     pub fn delete(
         &self,
+        env: Env,
         family: String,
         flows: Vec<ConntrackFlow>,
-    ) -> Result<AsyncTask<BatchTask>> {
-        self.batch(family, flows, false)
+    ) -> napi::Result<AsyncTask<BatchTask>> {
+        throwing(&env, || self.batch(family, flows, false))
     }
 
     /// Creates entries (for tests and benchmarks that fill a table).
     #[napi(ts_return_type = "Promise<ConntrackBatchOutcome>")]
     pub fn create(
         &self,
+        env: Env,
         family: String,
         flows: Vec<ConntrackFlow>,
-    ) -> Result<AsyncTask<BatchTask>> {
-        self.batch(family, flows, true)
+    ) -> napi::Result<AsyncTask<BatchTask>> {
+        throwing(&env, || self.batch(family, flows, true))
     }
 
     /// One cleanup pass for `family`: full, or targeted at what changed since this handle's
@@ -96,25 +100,28 @@ impl JsConntrack {
     #[napi(ts_return_type = "Promise<ConntrackCleanOutcome>")]
     pub fn clean_stale(
         &self,
+        env: Env,
         family: String,
         services: Vec<ConntrackService>,
         endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
         dry_run: Option<bool>,
         full: Option<bool>,
-    ) -> Result<AsyncTask<CleanTask>> {
-        Ok(AsyncTask::new(CleanTask {
-            ct: self.inner.clone(),
-            progress: self.progress.clone(),
-            family: parse_family(&family).map_err(to_js)?,
-            services: services
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| service_in(i, s))
-                .collect::<Result<Vec<_>>>()?,
-            endpoints: endpoints_in(endpoints)?,
-            dry_run: dry_run.unwrap_or(false),
-            full: full.unwrap_or(false),
-        }))
+    ) -> napi::Result<AsyncTask<CleanTask>> {
+        throwing(&env, || {
+            Ok(AsyncTask::new(CleanTask {
+                ct: self.inner.clone(),
+                progress: self.progress.clone(),
+                family: parse_family(&family).map_err(to_js)?,
+                services: services
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, s)| service_in(i, s))
+                    .collect::<Result<Vec<_>>>()?,
+                endpoints: endpoints_in(endpoints)?,
+                dry_run: dry_run.unwrap_or(false),
+                full: full.unwrap_or(false),
+            }))
+        })
     }
 
     /// Progress of the running clean pass (readable while it runs).
@@ -127,7 +134,7 @@ impl JsConntrack {
     /// (that would block the JS thread for a whole dump): reports `busy` instead. Returns the
     /// failure, if any, like a task outcome's `error`.
     #[napi]
-    pub fn inject_faults(&self, faults: ConntrackFaults) -> Option<ConntrackTaskError> {
+    pub fn inject_faults(&self, faults: ConntrackFaults) -> Option<NativeError> {
         self.inner
             .try_with(|c| {
                 let f = c.faults_mut();
@@ -139,7 +146,7 @@ impl JsConntrack {
                 Ok(())
             })
             .err()
-            .map(|e| task_error(&e))
+            .map(|e| (&e).into())
     }
 
     /// Closes the socket; later calls fail. Returns at once: a running task closes the socket

@@ -1,6 +1,6 @@
 //! Binding for kubenode-conntrack: a `Conntrack` handle whose netlink work runs as AsyncTasks.
-//! Task outcomes carry `error: { code, kind, message }`, since a Task can only reject with a
-//! plain status; the TypeScript façade turns them into typed errors. Every rule and message
+//! Task outcomes carry `error: NativeError` (`crate::errors`), since a Task can only reject
+//! with a plain status; the TypeScript façade turns them into typed errors. Every rule and message
 //! is the core's: `types` are the JS shapes, `convert` maps them, `handle` is the class,
 //! `tasks` run off the JS thread.
 

@@ -11,7 +11,7 @@ use kubenode_conntrack::{
 };
 use napi::{Env, Task};
 
-use super::convert::{clean_out, flow_out, task_error};
+use super::convert::{clean_out, flow_out};
 use super::handle::JsConntrack;
 use super::types::*;
 
@@ -40,7 +40,7 @@ impl Task for OpenTask {
             },
             Err(e) => ConntrackOpenOutcome {
                 handle: None,
-                error: Some(task_error(&e)),
+                error: Some((&e).into()),
             },
         })
     }
@@ -75,7 +75,7 @@ impl Task for ListTask {
                 flows: vec![],
                 partial: false,
                 attempts: 0,
-                error: Some(task_error(&e)),
+                error: Some((&e).into()),
             },
         })
     }
@@ -122,7 +122,7 @@ impl Task for BatchTask {
                 not_found: 0.0,
                 failed: 0.0,
                 first_error: None,
-                error: Some(task_error(&e)),
+                error: Some((&e).into()),
             },
         })
     }
@@ -175,7 +175,7 @@ impl Task for CleanTask {
                 targeted_estimate: None,
                 full_estimate: None,
                 flushes: 0.0,
-                error: Some(task_error(&e)),
+                error: Some((&e).into()),
             },
         })
     }

@@ -3,16 +3,7 @@
 use napi::bindgen_prelude::Either;
 use napi_derive::napi;
 
-/// A failure reported in a task outcome (a Task can only reject with a plain status).
-#[napi(object)]
-pub struct ConntrackTaskError {
-    /// `ERR_KUBENODE_*`.
-    pub code: String,
-    /// `invalid-argument`, `out-of-range`, `family`, `closed`, `busy`, `permission`,
-    /// `unavailable`, `parse` or `io`.
-    pub kind: String,
-    pub message: String,
-}
+use crate::errors::NativeError;
 
 #[napi(object)]
 pub struct ConntrackTuple {
@@ -66,7 +57,7 @@ pub struct ConntrackListOutcome {
     pub flows: Vec<ConntrackFlow>,
     pub partial: bool,
     pub attempts: u32,
-    pub error: Option<ConntrackTaskError>,
+    pub error: Option<NativeError>,
 }
 
 #[napi(object)]
@@ -78,7 +69,7 @@ pub struct ConntrackBatchOutcome {
     pub not_found: f64,
     pub failed: f64,
     pub first_error: Option<String>,
-    pub error: Option<ConntrackTaskError>,
+    pub error: Option<NativeError>,
 }
 
 /// Which path a cleanup pass took.
@@ -121,7 +112,7 @@ pub struct ConntrackCleanOutcome {
     pub full_estimate: Option<f64>,
     /// Filtered flushes sent.
     pub flushes: f64,
-    pub error: Option<ConntrackTaskError>,
+    pub error: Option<NativeError>,
 }
 
 #[napi(object)]
@@ -146,5 +137,5 @@ pub struct ConntrackFaults {
 #[napi(object, object_from_js = false)]
 pub struct ConntrackOpenOutcome {
     pub handle: Option<super::handle::JsConntrack>,
-    pub error: Option<ConntrackTaskError>,
+    pub error: Option<NativeError>,
 }

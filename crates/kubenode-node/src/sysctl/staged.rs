@@ -27,7 +27,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-use crate::errors::{err, Code, Result};
+use crate::errors::{err, ErrorCode, Result};
 
 /// Words before the ids: slot, count, flags.
 pub const HEADER: usize = 3;
@@ -75,7 +75,7 @@ pub fn register(shared: Rc<Shared>) -> Result<u32> {
             }
         }
         let i = u32::try_from(slots.len())
-            .map_err(|_| err(Code::OutOfRange, "too many sysctl allowlists"))?;
+            .map_err(|_| err(ErrorCode::OutOfRange, "too many sysctl allowlists"))?;
         slots.push(Some(shared));
         Ok(i)
     })
@@ -104,9 +104,12 @@ pub fn staging_buffer(env: &Env) -> Result<Unknown<'static>> {
             if status == sys::Status::napi_ok && !value.is_null() {
                 // SAFETY: `value` is a valid handle in the current scope.
                 return unsafe { Unknown::from_napi_value(env.raw(), value) }
-                    .map_err(|e| err(Code::Unsupported, e));
+                    .map_err(|e| err(ErrorCode::Unsupported, e));
             }
-            return Err(err(Code::Unsupported, "the sysctl staging buffer is gone"));
+            return Err(err(
+                ErrorCode::Unsupported,
+                "the sysctl staging buffer is gone",
+            ));
         }
         let stage: &'static Stage = Box::leak(Box::new([const { AtomicU32::new(0) }; LEN]));
         // SAFETY: `stage` is valid for `LEN * 4` bytes forever (leaked); no finalizer, since
@@ -123,7 +126,7 @@ pub fn staging_buffer(env: &Env) -> Result<Unknown<'static>> {
         };
         if status != sys::Status::napi_ok {
             return Err(err(
-                Code::Unsupported,
+                ErrorCode::Unsupported,
                 "external ArrayBuffers are not allowed in this runtime",
             ));
         }
@@ -132,14 +135,15 @@ pub fn staging_buffer(env: &Env) -> Result<Unknown<'static>> {
         let status = unsafe { sys::napi_create_reference(env.raw(), value, 1, &mut r) };
         if status != sys::Status::napi_ok {
             return Err(err(
-                Code::Unsupported,
+                ErrorCode::Unsupported,
                 "could not keep the sysctl staging buffer",
             ));
         }
         s.buffer.set(r);
         s.stage.set(Some(stage));
         // SAFETY: as above.
-        unsafe { Unknown::from_napi_value(env.raw(), value) }.map_err(|e| err(Code::Unsupported, e))
+        unsafe { Unknown::from_napi_value(env.raw(), value) }
+            .map_err(|e| err(ErrorCode::Unsupported, e))
     })
 }
 

@@ -4,16 +4,16 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use kubenode_userns::{
-    Allocation, Config, Error as CoreError, ErrorKind, IdMapping, Layout, ListedPod, Options,
-    RestoreStats, UserNamespace, VerifyReport,
+    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, IdMapping, Layout, ListedPod,
+    Options, RestoreStats, UserNamespace, VerifyReport,
 };
 
 use super::types::{
     UsernsAllocation, UsernsConfig, UsernsIdMapping, UsernsLayout, UsernsListOutcome,
-    UsernsListedPod, UsernsOutcome, UsernsTaskError, UsernsVerifyOutcome, UsernsVerifyReport,
+    UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome,
 };
 use crate::convert;
-use crate::errors::{Code, Result};
+use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 type CoreResult<T> = std::result::Result<T, CoreError>;
 
@@ -43,24 +43,20 @@ fn pod_name(pod: &OsStr) -> String {
     pod.to_string_lossy().into_owned()
 }
 
-impl From<&CoreError> for UsernsTaskError {
+impl From<&CoreError> for NativeError {
     fn from(e: &CoreError) -> Self {
         let (code, kind) = match e.kind() {
-            ErrorKind::Config => (Code::InvalidArg, "config"),
-            ErrorKind::Parse => (Code::Parse, "parse"),
-            ErrorKind::Conflict => (Code::Conflict, "conflict"),
-            ErrorKind::Exhausted => (Code::Conflict, "exhausted"),
-            ErrorKind::Locked => (Code::Conflict, "locked"),
-            ErrorKind::InvalidPodUid => (Code::InvalidArg, "invalid-pod-uid"),
-            ErrorKind::Io => (Code::Io, "io"),
-            ErrorKind::Permission => (Code::Permission, "permission"),
-            ErrorKind::Unsupported => (Code::Unsupported, "unsupported"),
+            CoreKind::Config => (ErrorCode::InvalidArg, ErrorKind::Config),
+            CoreKind::Parse => (ErrorCode::Parse, ErrorKind::Parse),
+            CoreKind::Conflict => (ErrorCode::Conflict, ErrorKind::Conflict),
+            CoreKind::Exhausted => (ErrorCode::Conflict, ErrorKind::Exhausted),
+            CoreKind::Locked => (ErrorCode::Conflict, ErrorKind::Locked),
+            CoreKind::InvalidPodUid => (ErrorCode::InvalidArg, ErrorKind::InvalidPodUid),
+            CoreKind::Io => (ErrorCode::Io, ErrorKind::Io),
+            CoreKind::Permission => (ErrorCode::Permission, ErrorKind::Permission),
+            CoreKind::Unsupported => (ErrorCode::Unsupported, ErrorKind::Unsupported),
         };
-        Self {
-            code: code.as_ref().to_string(),
-            kind: kind.to_string(),
-            message: e.to_string(),
-        }
+        NativeError::new(code, kind, e).scoped(ErrorScope::Userns)
     }
 }
 
@@ -183,32 +179,11 @@ impl From<CoreResult<Vec<ListedPod>>> for UsernsListOutcome {
     }
 }
 
-/// The report of a check, with the pod it was read from (none for a bare mapping).
-impl From<(Option<String>, VerifyReport)> for UsernsVerifyReport {
-    fn from((pod, r): (Option<String>, VerifyReport)) -> Self {
-        Self {
-            pod,
-            host_id: r.host_id,
-            length: r.length,
-            pid: r.pid,
-            inside_uid: r.inside_uid,
-            inside_gid: r.inside_gid,
-            outside_uid: r.outside_uid,
-            outside_gid: r.outside_gid,
-            file_uid: r.file_uid,
-            file_gid: r.file_gid,
-            uid_map: r.uid_map,
-            gid_map: r.gid_map,
-            ok: r.ok,
-        }
-    }
-}
-
-impl From<CoreResult<(Option<String>, VerifyReport)>> for UsernsVerifyOutcome {
-    fn from(r: CoreResult<(Option<String>, VerifyReport)>) -> Self {
+impl From<CoreResult<VerifyReport>> for UsernsVerifyOutcome {
+    fn from(r: CoreResult<VerifyReport>) -> Self {
         match r {
             Ok(r) => Self {
-                report: Some(r.into()),
+                report: Some(r),
                 error: None,
             },
             Err(e) => Self {

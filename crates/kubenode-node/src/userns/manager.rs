@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use kubenode_userns::SharedManager;
 use napi::bindgen_prelude::AsyncTask;
+use napi::Env;
 use napi_derive::napi;
 
 use super::convert::open_args;
 use super::tasks::{GetOrCreateManyTask, ManagerTask, Op};
 use super::types::{UsernsAllocation, UsernsConfig};
-use crate::errors::Result;
+use crate::errors::throwing;
 
 /// One user-namespace manager (empty until `open`).
 #[napi]
@@ -39,9 +40,11 @@ impl UsernsCore {
 
     /// Checks the configuration, takes the lock and restores every pod's file.
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]
-    pub fn open(&self, config: UsernsConfig) -> Result<AsyncTask<ManagerTask>> {
-        let (dir, c, o) = open_args(&config)?;
-        Ok(self.task(Op::Open(self.shared.open_ticket(), dir, c, o)))
+    pub fn open(&self, env: Env, config: UsernsConfig) -> napi::Result<AsyncTask<ManagerTask>> {
+        throwing(&env, || {
+            let (dir, c, o) = open_args(&config)?;
+            Ok(self.task(Op::Open(self.shared.open_ticket(), dir, c, o)))
+        })
     }
 
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]

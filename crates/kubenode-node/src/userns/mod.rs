@@ -9,37 +9,43 @@ mod types;
 
 use kubenode_userns::{Config, UserNamespace};
 use napi::bindgen_prelude::AsyncTask;
+use napi::Env;
 use napi_derive::napi;
 
 use crate::convert as numbers;
-use crate::errors::{err, Code, Result};
+use crate::errors::{err, throwing, ErrorCode};
 use tasks::{ListTask, VerifyTarget, VerifyTask};
 use types::UsernsLayout;
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
 pub fn userns_layout(
+    env: Env,
     ids_per_pod: u32,
     first_id: u32,
     length: u32,
     max_pods: u32,
-) -> Result<UsernsLayout> {
-    let l = Config {
-        ids_per_pod,
-        first_id,
-        length,
-        max_pods,
-    }
-    .layout()
-    .map_err(|e| err(Code::InvalidArg, e))?;
-    Ok(l.into())
+) -> napi::Result<UsernsLayout> {
+    throwing(&env, || {
+        let l = Config {
+            ids_per_pod,
+            first_id,
+            length,
+            max_pods,
+        }
+        .layout()
+        .map_err(|e| err(ErrorCode::InvalidArg, e))?;
+        Ok(l.into())
+    })
 }
 
 /// Kubelet config validation of `userNamespaces.idsPerPod`.
 #[napi]
-pub fn userns_validate_ids_per_pod(v: f64) -> Result<u32> {
-    let v = numbers::integer("idsPerPod", v)?;
-    kubenode_userns::config::validate_ids_per_pod(v).map_err(|e| err(Code::InvalidArg, e))
+pub fn userns_validate_ids_per_pod(env: Env, v: f64) -> napi::Result<u32> {
+    throwing(&env, || {
+        let v = numbers::integer("idsPerPod", v)?;
+        kubenode_userns::config::validate_ids_per_pod(v).map_err(|e| err(ErrorCode::InvalidArg, e))
+    })
 }
 
 /// The exact bytes the kubelet writes for a range.
@@ -50,9 +56,12 @@ pub fn userns_encode_file(host_id: u32, length: u32) -> String {
 
 /// Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text.
 #[napi]
-pub fn userns_parse_file(content: &[u8]) -> Result<Vec<u32>> {
-    let (_, h, l) = kubenode_userns::parse_file(content).map_err(|e| err(Code::Parse, e))?;
-    Ok(vec![h, l])
+pub fn userns_parse_file(env: Env, content: &[u8]) -> napi::Result<Vec<u32>> {
+    throwing(&env, || {
+        let (_, h, l) =
+            kubenode_userns::parse_file(content).map_err(|e| err(ErrorCode::Parse, e))?;
+        Ok(vec![h, l])
+    })
 }
 
 /// Reads every pod's `userns` file without locking or changing anything.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kubenode_userns::{
     list_mappings, not_open, read_pod_mapping, verify_mapping, Config, Error as CoreError,
-    ErrorKind, OpenTicket, Options, SharedManager,
+    ErrorKind, OpenTicket, Options, SharedManager, VerifyReport,
 };
 use napi::{Env, Task};
 
@@ -122,7 +122,8 @@ impl Task for VerifyTask {
             }
             None => Err(CoreError::new(ErrorKind::Io, "verify task ran twice")),
         };
-        let r = target.and_then(|(pod, h, l)| verify_mapping(h, l).map(|r| (pod, r)));
+        let r =
+            target.and_then(|(pod, h, l)| verify_mapping(h, l).map(|r| VerifyReport { pod, ..r }));
         Ok(r.into())
     }
 

@@ -1,7 +1,13 @@
-//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the error kind
-//! and code, since a task can only reject with a plain status.
+//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the shared
+//! `NativeError`, since a task can only reject with a plain status.
 
 use napi_derive::napi;
+
+// The core's report is the JS shape (its `napi` feature); imported under its JS name so the
+// generated typings refer to it by that name.
+use kubenode_userns::VerifyReport as UsernsVerifyReport;
+
+use crate::errors::NativeError;
 
 #[napi(object)]
 pub struct UsernsConfig {
@@ -17,16 +23,6 @@ pub struct UsernsConfig {
 }
 
 #[napi(object)]
-pub struct UsernsTaskError {
-    /// `ERR_KUBENODE_*`.
-    pub code: String,
-    /// `config`, `parse`, `conflict`, `exhausted`, `locked`, `invalid-pod-uid`, `io`,
-    /// `permission` or `unsupported`.
-    pub kind: String,
-    pub message: String,
-}
-
-#[napi(object)]
 pub struct UsernsIdMapping {
     pub host_id: u32,
     pub container_id: u32,
@@ -39,7 +35,7 @@ pub struct UsernsOutcome {
     pub gids: Vec<UsernsIdMapping>,
     pub restored: u32,
     pub stale_temp_files_removed: u32,
-    pub error: Option<UsernsTaskError>,
+    pub error: Option<NativeError>,
 }
 
 #[napi(object)]
@@ -67,42 +63,11 @@ pub struct UsernsListedPod {
 #[napi(object)]
 pub struct UsernsListOutcome {
     pub pods: Vec<UsernsListedPod>,
-    pub error: Option<UsernsTaskError>,
+    pub error: Option<NativeError>,
 }
 
-/// What a mapping check saw: a process in a new user namespace with the range, uid 0 inside.
-#[napi(object)]
-pub struct UsernsVerifyReport {
-    /// Pod UID, when the range came from a pod's `userns` file.
-    pub pod: Option<String>,
-    /// First host ID of the range (what uid/gid 0 inside maps to).
-    pub host_id: u32,
-    /// Number of IDs in the range.
-    pub length: u32,
-    /// Host PID of the checking process.
-    pub pid: u32,
-    /// `getuid()` inside the namespace after `setresuid(0)`.
-    pub inside_uid: u32,
-    /// `getgid()` inside the namespace after `setresgid(0)`.
-    pub inside_gid: u32,
-    /// Real uid of the same process, seen from the initial namespace.
-    pub outside_uid: u32,
-    /// Real gid of the same process, seen from the initial namespace.
-    pub outside_gid: u32,
-    /// Host owner uid of a file the process created inside the namespace.
-    pub file_uid: u32,
-    /// Host owner gid of that file.
-    pub file_gid: u32,
-    /// `/proc/<pid>/uid_map` as read from the host.
-    pub uid_map: String,
-    /// `/proc/<pid>/gid_map` as read from the host.
-    pub gid_map: String,
-    /// Every observation agrees: 0 inside is `hostId` outside.
-    pub ok: bool,
-}
-
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct UsernsVerifyOutcome {
     pub report: Option<UsernsVerifyReport>,
-    pub error: Option<UsernsTaskError>,
+    pub error: Option<NativeError>,
 }

@@ -1,0 +1,234 @@
+//! The `SysctlAllowlist` class and the staged (zero-argument) admission entry points.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use kubenode_sysctl::Allowlist;
+use napi::bindgen_prelude::{Uint32Array, Uint8Array};
+use napi::{Env, JsString};
+use napi_derive::napi;
+
+use super::convert::{batch_err, read_joined, rejections, Scratch};
+use super::staged;
+use super::types::{SysctlAllowlistEntry, SysctlRejections};
+use super::{HOST_IPC, HOST_NETWORK};
+use crate::errors::{err, throwing, ErrorCode};
+
+#[napi(js_name = "SysctlAllowlist")]
+pub struct JsSysctlAllowlist {
+    /// Shared with this thread's slot registry, which the staged call reads.
+    shared: Rc<staged::Shared>,
+    slot: u32,
+    scratch: RefCell<Scratch>,
+}
+
+impl Drop for JsSysctlAllowlist {
+    fn drop(&mut self) {
+        staged::unregister(self.slot);
+    }
+}
+
+/// This thread's staging area for `sysctlAdmitStaged` (one per JS environment; the same
+/// buffer on every call): `[slot, count, flags, ids…]` as u32, `sysctlStagedCapacity()`
+/// ids at most. Throws `ERR_KUBENODE_UNSUPPORTED` where external buffers are not allowed.
+#[napi(ts_return_type = "ArrayBuffer")]
+pub fn sysctl_staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
+    throwing(&env, || staged::staging_buffer(&env))
+}
+
+/// Words before the ids in the staging area: slot, count, flags.
+#[napi]
+pub const SYSCTL_STAGE_HEADER: u32 = staged::HEADER as u32;
+
+/// How many sysctl ids fit in the staging area.
+#[napi]
+pub fn sysctl_staged_capacity() -> u32 {
+    (staged::LEN - staged::HEADER) as u32
+}
+
+/// Admits the pod staged in this thread's staging area against the allowlist in its slot.
+/// Returns 0 when admitted, `index << 2 | verdict` for the first forbidden sysctl (verdict
+/// 1 not allowlisted, 2 host network, 3 host IPC), or 0xFFFFFFFF when the staged words are not
+/// a valid pod (unknown slot or name index, count over capacity, no staging area). Takes no
+/// arguments: that is what makes it cheap to call.
+#[napi]
+pub fn sysctl_admit_staged() -> u32 {
+    staged::admit_staged()
+}
+
+#[napi]
+impl JsSysctlAllowlist {
+    /// `NewAllowlist`; errors carry upstream's message.
+    #[napi(constructor)]
+    pub fn new(env: Env, patterns: Vec<String>) -> napi::Result<Self> {
+        throwing(&env, || {
+            let inner = Allowlist::new(&patterns).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            let shared = Rc::new(staged::Shared {
+                inner,
+                names: RefCell::default(),
+            });
+            let slot = staged::register(Rc::clone(&shared))?;
+            Ok(Self {
+                shared,
+                slot,
+                scratch: RefCell::default(),
+            })
+        })
+    }
+
+    /// This allowlist's slot for `sysctlAdmitStaged` (valid on this thread while the object
+    /// lives).
+    #[napi(getter)]
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+
+    /// Admits one pod: `joined` holds `count` (≥ 1) names separated by NUL. Returns null when
+    /// admitted, else the message (built only then). Throws `ERR_KUBENODE_CONFLICT` if a name
+    /// contains NUL (the caller then uses `admitList`).
+    #[napi(ts_args_type = "joined: string, count: number, flags: number")]
+    pub fn admit_joined(
+        &self,
+        env: Env,
+        joined: JsString,
+        count: u32,
+        flags: u32,
+    ) -> napi::Result<Option<String>> {
+        throwing(&env, || {
+            let mut scratch = self.scratch.borrow_mut();
+            let joined = read_joined(&joined, &mut scratch)?;
+            let r = self
+                .shared
+                .inner
+                .admit_joined(
+                    &joined,
+                    u64::from(count),
+                    flags & HOST_NETWORK != 0,
+                    flags & HOST_IPC != 0,
+                )
+                .map_err(batch_err)?;
+            Ok(r.err().map(|e| e.message()))
+        })
+    }
+
+    /// Registers a name for `admitIds`/`admitManyIds` and returns its index (the caller keeps
+    /// the name → index map; registering twice gives two indexes).
+    #[napi]
+    pub fn intern(&self, name: String) -> u32 {
+        self.shared
+            .names
+            .borrow_mut()
+            .intern(&self.shared.inner, &name)
+    }
+
+    /// Forgets every registered name.
+    #[napi]
+    pub fn reset_names(&self) {
+        self.shared.names.borrow_mut().clear();
+    }
+
+    /// Admits one pod whose sysctls are the registered names `ids[0..count]`. Returns null when
+    /// admitted, else the message (built only then).
+    #[napi]
+    pub fn admit_ids(
+        &self,
+        env: Env,
+        ids: &[u32],
+        count: u32,
+        flags: u32,
+    ) -> napi::Result<Option<String>> {
+        throwing(&env, || {
+            let ids = ids
+                .get(..count as usize)
+                .ok_or_else(|| err(ErrorCode::OutOfRange, "count exceeds the ids given"))?;
+            let r = self
+                .shared
+                .names
+                .borrow()
+                .admit(ids, flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
+                .map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            Ok(r.err().map(|e| e.message()))
+        })
+    }
+
+    /// Admits many pods in one crossing: pod i has the next `counts[i]` registered names of
+    /// `ids` and host flags `flags[i]`. Messages are built only for rejected pods.
+    #[napi]
+    pub fn admit_many_ids(
+        &self,
+        env: Env,
+        ids: &[u32],
+        counts: &[u32],
+        flags: &[u8],
+    ) -> napi::Result<SysctlRejections> {
+        throwing(&env, || {
+            self.shared
+                .names
+                .borrow()
+                .admit_batch(ids, counts, flags)
+                .map(rejections)
+                .map_err(batch_err)
+        })
+    }
+
+    #[napi]
+    pub fn admit_list(&self, names: Vec<String>, flags: u32) -> Option<String> {
+        self.shared
+            .inner
+            .admit(
+                names.iter().map(String::as_str),
+                flags & HOST_NETWORK != 0,
+                flags & HOST_IPC != 0,
+            )
+            .err()
+            .map(|e| e.message())
+    }
+
+    /// Admits many pods in one crossing: all names NUL-joined, `counts[i]` names and
+    /// `flags[i]` for pod i. Messages are built only for rejected pods.
+    #[napi(ts_args_type = "joined: string, counts: Uint32Array, flags: Uint8Array")]
+    pub fn admit_many(
+        &self,
+        env: Env,
+        joined: JsString,
+        counts: Uint32Array,
+        flags: Uint8Array,
+    ) -> napi::Result<SysctlRejections> {
+        throwing(&env, || {
+            let mut scratch = self.scratch.borrow_mut();
+            let joined = read_joined(&joined, &mut scratch)?;
+            self.shared
+                .inner
+                .admit_batch(&joined, &counts, &flags)
+                .map(rejections)
+                .map_err(batch_err)
+        })
+    }
+
+    /// The entries as stored: normalised keys, prefixes without the `*`.
+    #[napi]
+    pub fn entries(&self) -> Vec<SysctlAllowlistEntry> {
+        let mut v: Vec<SysctlAllowlistEntry> = self
+            .shared
+            .inner
+            .exact()
+            .map(|(k, ns)| SysctlAllowlistEntry {
+                key: k.to_string(),
+                namespace: ns.into(),
+                prefix: false,
+            })
+            .chain(
+                self.shared
+                    .inner
+                    .prefixes()
+                    .map(|(k, ns)| SysctlAllowlistEntry {
+                        key: k.to_string(),
+                        namespace: ns.into(),
+                        prefix: true,
+                    }),
+            )
+            .collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key).then(a.prefix.cmp(&b.prefix)));
+        v
+    }
+}

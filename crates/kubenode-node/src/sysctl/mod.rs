@@ -1,0 +1,184 @@
+//! Binding for `kubenode-sysctl`. Admission takes the pod's sysctl names as indexes into a
+//! `NameTable` (each distinct name crosses once, via `intern`), or joined by NUL in one string;
+//! either way one crossing per pod, or per batch; namespace work runs as AsyncTasks whose
+//! outcome objects carry the shared `NativeError`, since a Task can only reject with a plain
+//! status. `types` are the JS shapes, `convert` maps them, `allowlist` is the class, `tasks`
+//! run off the JS thread; the free functions below are the other entry points.
+
+use kubenode_sysctl::{
+    baseline_allowed_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
+    is_valid_sysctl_pattern, normalize_name, parse_policy_version, read_kernel_version,
+    safe_sysctl_allowlist, validate_sysctls, KernelVersion, NsTarget, SAFE_SYSCTLS,
+};
+use napi::bindgen_prelude::AsyncTask;
+use napi::Env;
+use napi_derive::napi;
+
+use crate::errors::{err, throwing, ErrorCode, NativeError};
+use convert::k8s_version;
+use tasks::{ApplyTask, ProbeTask};
+use types::*;
+
+mod allowlist;
+mod convert;
+mod staged;
+mod tasks;
+mod types;
+
+const HOST_NETWORK: u32 = kubenode_sysctl::HOST_NETWORK as u32;
+
+/// `sysctlValidate` flag: AllowNamespacedSysctlsForHostNetAndHostIPC.
+#[napi]
+pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 4;
+
+const HOST_IPC: u32 = kubenode_sysctl::HOST_IPC as u32;
+
+#[napi]
+pub fn sysctl_is_valid_name(name: String) -> bool {
+    is_valid_sysctl_name(&name)
+}
+
+#[napi]
+pub fn sysctl_is_valid_pattern(pattern: String) -> bool {
+    is_valid_sysctl_pattern(&pattern)
+}
+
+#[napi]
+pub fn sysctl_normalize_name(name: String) -> String {
+    normalize_name(&name).into_owned()
+}
+
+#[napi]
+pub fn sysctl_get_namespace(name: String) -> SysctlNamespaceInfo {
+    let (ns, name, prefixed) = get_namespace(&name);
+    SysctlNamespaceInfo {
+        namespace: ns.into(),
+        name,
+        prefixed,
+    }
+}
+
+/// `ParseGeneric` components of a kernel version string.
+#[napi]
+pub fn sysctl_parse_kernel_version(env: Env, version: String) -> napi::Result<Vec<f64>> {
+    throwing(&env, || {
+        let v = KernelVersion::parse(&version).map_err(|e| err(ErrorCode::Parse, e))?;
+        Ok(v.components().iter().map(|&c| c as f64).collect())
+    })
+}
+
+/// The safe list of a Kubernetes release (default: the newest kubenode knows) for `kernel`, or
+/// for the running kernel (`/proc/sys/kernel/osrelease`).
+#[napi]
+pub fn sysctl_safe_allowlist(
+    env: Env,
+    kernel: Option<String>,
+    kubernetes_version: Option<String>,
+) -> napi::Result<SysctlSafeList> {
+    throwing(&env, || {
+        let k8s = k8s_version(kubernetes_version)?;
+        let (v, kernel_error) = match kernel {
+            Some(k) => (
+                Some(KernelVersion::parse(&k).map_err(|e| err(ErrorCode::Parse, e))?),
+                None,
+            ),
+            None => match read_kernel_version() {
+                Ok(v) => (Some(v), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
+        Ok(SysctlSafeList {
+            names: safe_sysctl_allowlist(v.as_ref(), k8s)
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            kernel: v.map(|v| v.to_string()),
+            kernel_error,
+            kubernetes_version: k8s.to_string(),
+        })
+    })
+}
+
+/// Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`).
+#[napi]
+pub fn sysctl_baseline_allowlist(env: Env, policy_version: String) -> napi::Result<Vec<String>> {
+    throwing(&env, || {
+        let minor =
+            parse_policy_version(&policy_version).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+        Ok(baseline_allowed_sysctls(minor)
+            .into_iter()
+            .map(String::from)
+            .collect())
+    })
+}
+
+#[napi]
+pub fn sysctl_safe_table() -> Vec<SysctlSafeRow> {
+    SAFE_SYSCTLS
+        .iter()
+        .map(|s| SysctlSafeRow {
+            name: s.name.to_string(),
+            min_kernel: s
+                .min_kernel
+                .map(|m| m.iter().map(u64::to_string).collect::<Vec<_>>().join(".")),
+            since: format!("1.{}", s.since),
+        })
+        .collect()
+}
+
+/// `validateSysctls` over the names in spec order. `flags`: 1 hostNetwork, 2 hostIPC,
+/// 4 AllowNamespacedSysctlsForHostNetAndHostIPC.
+#[napi]
+pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<SysctlFieldError> {
+    validate_sysctls(
+        names.iter().map(String::as_str),
+        &path,
+        flags & HOST_NETWORK != 0,
+        flags & HOST_IPC != 0,
+        flags & SYSCTL_ALLOW_HOST_NAMESPACED != 0,
+    )
+    .into_iter()
+    .map(|e| SysctlFieldError {
+        r#type: e.kind.reason().to_string(),
+        message: e.message(),
+        field: e.field,
+        bad_value: e.bad_value,
+        detail: e.detail,
+    })
+    .collect()
+}
+
+/// Writes sysctls inside the target's namespaces off the JS thread.
+#[napi(ts_return_type = "Promise<SysctlApplyOutcome>")]
+pub fn sysctl_apply(
+    env: Env,
+    target: SysctlTarget,
+    sysctls: Vec<SysctlPair>,
+) -> napi::Result<AsyncTask<ApplyTask>> {
+    throwing(&env, || {
+        let target = NsTarget::new(
+            target.pid,
+            target.netns_path.map(Into::into),
+            target.ipcns_path.map(Into::into),
+            target.utsns_path.map(Into::into),
+        )
+        .map_err(|e| NativeError::from(&e))?;
+        Ok(AsyncTask::new(ApplyTask {
+            target,
+            sysctls: sysctls.into_iter().map(|p| (p.name, p.value)).collect(),
+        }))
+    })
+}
+
+/// Probes `names` (default: safe list, namespace tables, fs.mqueue.*) in throwaway namespaces.
+#[napi(ts_return_type = "Promise<SysctlProbeOutcome>")]
+pub fn sysctl_probe(names: Option<Vec<String>>) -> AsyncTask<ProbeTask> {
+    AsyncTask::new(ProbeTask {
+        names: names.unwrap_or_else(default_probe_names),
+    })
+}
+
+#[napi]
+pub fn sysctl_probe_default_names() -> Vec<String> {
+    default_probe_names()
+}
