@@ -16,6 +16,8 @@ mod lookup;
 mod name;
 mod namespace;
 mod normalize;
+mod policy;
+mod policy_value;
 mod probe;
 mod quote;
 mod safe;
@@ -36,6 +38,14 @@ pub use namespace::{
     PREFIXES as NAMESPACE_PREFIXES,
 };
 pub use normalize::normalize_name;
+pub use policy::{
+    bad_value_message, not_allowed_message, CompiledEntry, PolicyEntry, PolicyError,
+    SysctlNamePolicy, SysctlPolicy,
+};
+pub use policy_value::{
+    canonical_value, integer_fields, integer_fields_source, IntRange, ValueRule, INT_FIELD,
+    MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
+};
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;
 pub use safe::{baseline_allowed_sysctls, safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};
