@@ -126,6 +126,40 @@ export declare class SysctlAllowlist {
 }
 export type JsSysctlAllowlist = SysctlAllowlist
 
+/** A compiled SysctlNamePolicy (alternative 1 of the pod-level sysctl design). */
+export declare class SysctlNamePolicyCore {
+  constructor(allowed: Array<string>)
+  /** The alpha PodSecurityPolicy annotation form (`a.b,c.*`). */
+  static fromAnnotation(value: string): SysctlNamePolicyCore
+  allows(name: string): boolean
+  /** One pod: null when admitted, else the message for the first refused name. */
+  admit(names: Array<string>): string | null
+  /** One pod: a Forbidden field error per refused name. */
+  validate(names: Array<string>): Array<SysctlFieldError>
+  rules(): SysctlNamePolicyRules
+}
+export type JsSysctlNamePolicy = SysctlNamePolicyCore
+
+/** A compiled SysctlPolicy (alternative 2 of the pod-level sysctl design). */
+export declare class SysctlPolicyCore {
+  /**
+   * Compiles the entries; errors name the first bad one (`<path>[i]…`, `entries[i]…` by
+   * default).
+   */
+  constructor(entries: Array<SysctlPolicyEntryInput>, path?: string | undefined | null)
+  /** The alpha annotation form (`name`, `name=min:1:max:9`, `name=values:a b`). */
+  static fromAnnotation(value: string): SysctlPolicyCore
+  /** One pod: null when admitted, else the message for the first refused sysctl. */
+  admit(names: Array<string>, values: Array<string>): string | null
+  /** True when an entry matches `name`. */
+  matches(name: string): boolean
+  /** One pod: a field error per refused sysctl. */
+  validate(names: Array<string>, values: Array<string>): Array<SysctlFieldError>
+  /** The compiled entries in order, with their detail texts. */
+  rules(): Array<SysctlPolicyRule>
+}
+export type JsSysctlPolicy = SysctlPolicyCore
+
 /** One user-namespace manager (empty until `open`). */
 export declare class UsernsCore {
   constructor()
@@ -359,6 +393,12 @@ export declare function sysctlIsValidName(name: string): boolean
 
 export declare function sysctlIsValidPattern(pattern: string): boolean
 
+export interface SysctlNamePolicyRules {
+  all: boolean
+  exact: Array<string>
+  prefixes: Array<string>
+}
+
 export interface SysctlNamespaceInfo {
   /** `IPC`, `Net`, `UTS`, `User` or `""`. */
   namespace: string
@@ -375,6 +415,66 @@ export interface SysctlPair {
 
 /** `ParseGeneric` components of a kernel version string. */
 export declare function sysctlParseKernelVersion(version: string): Array<number>
+
+/** Kubelet-style text for a value a policy refuses; `detail` says which rule. */
+export declare function sysctlPolicyBadValueMessage(name: string, detail: string): string
+
+/** The detail texts a violation of a rule reports (after `value `), for renderers. */
+export interface SysctlPolicyDetails {
+  /** For a value longer than `maxValueLength` (absent for a name-only rule). */
+  tooLong?: string
+  /** For a value outside `values`. */
+  values?: string
+  /** For a value that is not one integer (`min`/`max`) or not `fields.length` integers. */
+  shape?: string
+  /** For an integer outside `min`/`max`. */
+  range?: string
+  /** For each field, the detail when it is out of its range; `""` for an unbounded field. */
+  fields?: Array<string>
+}
+
+export interface SysctlPolicyEntryInput {
+  name: string
+  values?: Array<string>
+  min?: number
+  max?: number
+  fields?: Array<SysctlPolicyRange>
+}
+
+/** Whole-value regex source for `count` whitespace-separated integer fields. */
+export declare function sysctlPolicyIntegerFieldsSource(count: number): string
+
+/** Kubelet-style text for a name a policy refuses. */
+export declare function sysctlPolicyNotAllowedMessage(name: string): string
+
+export interface SysctlPolicyRange {
+  min?: number
+  max?: number
+}
+
+export interface SysctlPolicyRule {
+  segments: Array<string>
+  /** Allowed values, canonical form, first-seen order without repeats. */
+  values?: Array<string>
+  min?: number
+  max?: number
+  fields?: Array<SysctlPolicyRange>
+  details: SysctlPolicyDetails
+}
+
+export declare function sysctlPolicySyntax(): SysctlPolicySyntax
+
+/** The value syntax as regex sources RE2 and JavaScript read alike, and its limits. */
+export interface SysctlPolicySyntax {
+  /** One kernel whitespace character. */
+  space: string
+  /** One integer field. */
+  intField: string
+  /** Largest magnitude of an integer value. */
+  maxMagnitude: number
+  /** Longest value (code points) a value rule inspects. */
+  maxValueLength: number
+}
 
 /** Probes `names` (default: safe list, namespace tables, fs.mqueue.*) in throwaway namespaces. */
 export declare function sysctlProbe(names?: Array<string> | undefined | null): Promise<SysctlProbeOutcome>

@@ -10,4 +10,5 @@ mod convert;
 mod errors;
 mod servicecidr;
 mod sysctl;
+mod sysctl_policy;
 mod userns;
