@@ -7,6 +7,7 @@
 //! hand-written matchers equivalent to upstream's regexes.
 
 mod allowlist;
+mod annotations;
 mod apply;
 mod batch;
 mod interned;
@@ -24,6 +25,10 @@ mod safe;
 mod validation;
 
 pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_REASON};
+pub use annotations::{
+    parse_sysctl_annotation, sysctls_from_annotations, AnnotationFormatError, SYSCTLS_ANNOTATION,
+    UNSAFE_SYSCTLS_ANNOTATION,
+};
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
 pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};

@@ -9,7 +9,6 @@
 //! kubelet-style message) and validate it (one API field error per refused sysctl).
 
 use std::collections::HashSet;
-use std::fmt;
 
 use crate::normalize::normalize_name;
 use crate::policy_value::{IntRange, ValueRule};
@@ -55,16 +54,9 @@ fn invalid_value(i: usize, value: &str, detail: String) -> FieldError {
 
 /// A policy that cannot be compiled; the message names the offending item
 /// (`entries[2].fields[0]: min 5 is greater than max 1`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct PolicyError(String);
-
-impl fmt::Display for PolicyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PolicyError {}
 
 /// Alternative 1: allowed names and prefixes, normalised; an empty list allows nothing.
 #[derive(Debug, Clone, Default)]
@@ -438,7 +430,7 @@ mod tests {
         }
     }
 
-    fn err<T: fmt::Debug>(r: Result<T, PolicyError>) -> String {
+    fn err<T: std::fmt::Debug>(r: Result<T, PolicyError>) -> String {
         r.unwrap_err().to_string()
     }
 
