@@ -359,6 +359,18 @@ export interface SysctlAllowlistEntry {
   prefix: boolean
 }
 
+export interface SysctlAnnotationConversion {
+  /** Safe then unsafe. */
+  sysctls: Array<SysctlPair>
+  errors: Array<SysctlFieldError>
+}
+
+export interface SysctlAnnotationParse {
+  sysctls: Array<SysctlPair>
+  /** Upstream's message when an item is not `name=value` (then `sysctls` is empty). */
+  error?: string
+}
+
 export interface SysctlApplied {
   name: string
   path: string
@@ -387,6 +399,12 @@ export interface SysctlFieldError {
   message: string
 }
 
+/**
+ * Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
+ * errors upstream's validation gives; `safe_list` is the safe sysctls to accept.
+ */
+export declare function sysctlFromAnnotations(safe: string | undefined | null, unsafeSysctls: string | undefined | null, safeList: Array<string>): SysctlAnnotationConversion
+
 export declare function sysctlGetNamespace(name: string): SysctlNamespaceInfo
 
 export declare function sysctlIsValidName(name: string): boolean
@@ -412,6 +430,9 @@ export interface SysctlPair {
   name: string
   value: string
 }
+
+/** `SysctlsFromPodAnnotation` for one annotation value. */
+export declare function sysctlParseAnnotation(value: string): SysctlAnnotationParse
 
 /** `ParseGeneric` components of a kernel version string. */
 export declare function sysctlParseKernelVersion(version: string): Array<number>

@@ -71,6 +71,49 @@ describe('one crossing per pod', () => {
   });
 });
 
+describe('alpha annotations through the core', () => {
+  let restore = () => {};
+  afterEach(() => restore());
+
+  it('converts both annotations of a pod in one native call, with upstream texts', () => {
+    const annotations = {
+      [sysctl.SYSCTLS_ANNOTATION]: 'kernel.shm_rmid_forced=1,net.core.somaxconn=1024',
+      [sysctl.UNSAFE_SYSCTLS_ANNOTATION]: 'net.core.somaxconn=1024,kernel.msgmax=1 2 3,x\u00ad',
+    };
+    const c = countNativeCalls();
+    restore = c.restore;
+    const valid = sysctl.sysctlsFromAnnotations(
+      {
+        metadata: {
+          annotations: { ...annotations, [sysctl.UNSAFE_SYSCTLS_ANNOTATION]: 'kernel.msgmax=1 2 3' },
+        },
+      },
+      { safeSysctls: ['kernel.shm_rmid_forced', 'net.core.somaxconn'] },
+    );
+    expect(c.calls()).toBe(1);
+    expect(valid).toEqual({
+      sysctls: [
+        { name: 'kernel.shm_rmid_forced', value: '1' },
+        { name: 'net.core.somaxconn', value: '1024' },
+        { name: 'kernel.msgmax', value: '1 2 3' },
+      ],
+      errors: [],
+    });
+    const r = sysctl.sysctlsFromAnnotations({ metadata: { annotations } } as sysctl.PodLike, {
+      safeSysctls: ['kernel.shm_rmid_forced'],
+    });
+    expect(c.calls()).toBe(2);
+    expect(r.sysctls).toEqual([
+      { name: 'kernel.shm_rmid_forced', value: '1' },
+      { name: 'net.core.somaxconn', value: '1024' },
+    ]);
+    expect(r.errors.map((e) => e.message)).toEqual([
+      'metadata.annotations[security.alpha.kubernetes.io/unsafe-sysctls]: Invalid value: "net.core.somaxconn=1024,kernel.msgmax=1 2 3,x\\u00ad": sysctl "x\\u00ad" not of the format sysctl_name=value',
+      'metadata.annotations[security.alpha.kubernetes.io/sysctls][1].name: Invalid value: "net.core.somaxconn": not a safe sysctl; list it in security.alpha.kubernetes.io/unsafe-sysctls',
+    ]);
+  });
+});
+
 describe('compiled rules carry the core texts', () => {
   it('gives renderers each rule with the details its violations report', () => {
     const p = new sysctl.SysctlPolicy([

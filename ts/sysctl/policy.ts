@@ -5,7 +5,6 @@
 // The rules and their messages live in the native core (`kubenode-sysctl` policy.rs): a policy
 // is compiled once, then each pod crosses once. This module checks the JS shape of the inputs.
 import type {
-  SysctlFieldError,
   SysctlNamePolicyCore,
   SysctlPolicyCore,
   SysctlPolicyEntryInput,
@@ -16,6 +15,7 @@ import { native } from '../native.js';
 import { FORBIDDEN_REASON } from './allowlist.js';
 import { podSysctls, sysctlName, sysctlValue } from './pod.js';
 import type { FieldError, PodLike, V1Sysctl } from './types.js';
+import { fieldError } from './validation.js';
 import type { IntRange } from './values.js';
 
 /** A core compiled by a `fromAnnotation`, taken over by the constructor it calls next. */
@@ -40,16 +40,6 @@ function compileChecked<T, I>(
     }
   }
   return callNative(() => compile(inputs));
-}
-
-function fieldErrors(list: SysctlFieldError[]): FieldError[] {
-  return list.map((e) => ({
-    type: e.type as FieldError['type'],
-    field: e.field,
-    ...(e.badValue !== undefined && e.badValue !== null ? { badValue: e.badValue } : {}),
-    detail: e.detail,
-    message: e.message,
-  }));
 }
 
 /** The names of `sysctls`, or the index of the first malformed one (with its error). */
@@ -112,7 +102,7 @@ export class SysctlNamePolicy {
     if (sysctls === null || sysctls.length === 0) return [];
     const { names, bad } = readNames(sysctls);
     if (bad !== null) throw bad;
-    return fieldErrors(this.#core.validate(names));
+    return this.#core.validate(names).map(fieldError);
   }
 
   /** Handler name in a `PodAdmitChain`. */
@@ -402,6 +392,6 @@ export class SysctlPolicy {
       names.push(name);
       values.push(value);
     });
-    return fieldErrors(this.#core.validate(names, values));
+    return this.#core.validate(names, values).map(fieldError);
   }
 }

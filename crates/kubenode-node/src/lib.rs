@@ -10,5 +10,6 @@ mod convert;
 mod errors;
 mod servicecidr;
 mod sysctl;
+mod sysctl_annotations;
 mod sysctl_policy;
 mod userns;

@@ -102,7 +102,7 @@ pub fn sysctl_policy_bad_value_message(name: String, detail: String) -> String {
     bad_value_message(&name, &detail)
 }
 
-fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
+pub(crate) fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
     v.into_iter()
         .map(|e| SysctlFieldError {
             r#type: e.kind.reason().to_string(),

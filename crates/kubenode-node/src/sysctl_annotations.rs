@@ -1,0 +1,60 @@
+//! Binding for the alpha sysctl annotations of `kubenode-sysctl`: parsing one annotation, and
+//! converting both (with their field errors) in one call per pod.
+
+use kubenode_sysctl::{parse_sysctl_annotation, sysctls_from_annotations};
+use napi_derive::napi;
+
+use crate::sysctl::{SysctlFieldError, SysctlPair};
+use crate::sysctl_policy::field_errors;
+
+#[napi(object)]
+pub struct SysctlAnnotationParse {
+    pub sysctls: Vec<SysctlPair>,
+    /// Upstream's message when an item is not `name=value` (then `sysctls` is empty).
+    pub error: Option<String>,
+}
+
+#[napi(object)]
+pub struct SysctlAnnotationConversion {
+    /// Safe then unsafe.
+    pub sysctls: Vec<SysctlPair>,
+    pub errors: Vec<SysctlFieldError>,
+}
+
+fn pairs(v: Vec<(String, String)>) -> Vec<SysctlPair> {
+    v.into_iter()
+        .map(|(name, value)| SysctlPair { name, value })
+        .collect()
+}
+
+/// `SysctlsFromPodAnnotation` for one annotation value.
+#[napi]
+pub fn sysctl_parse_annotation(value: String) -> SysctlAnnotationParse {
+    match parse_sysctl_annotation(&value) {
+        Ok(v) => SysctlAnnotationParse {
+            sysctls: pairs(v),
+            error: None,
+        },
+        Err(e) => SysctlAnnotationParse {
+            sysctls: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+/// Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
+/// errors upstream's validation gives; `safe_list` is the safe sysctls to accept.
+#[napi]
+pub fn sysctl_from_annotations(
+    safe: Option<String>,
+    unsafe_sysctls: Option<String>,
+    safe_list: Vec<String>,
+) -> SysctlAnnotationConversion {
+    let list: Vec<&str> = safe_list.iter().map(String::as_str).collect();
+    let (sysctls, errors) =
+        sysctls_from_annotations(safe.as_deref(), unsafe_sysctls.as_deref(), &list);
+    SysctlAnnotationConversion {
+        sysctls: pairs(sysctls),
+        errors: field_errors(errors),
+    }
+}
