@@ -9,6 +9,7 @@
 mod allowlist;
 mod annotations;
 mod apply;
+mod baseline;
 mod batch;
 mod interned;
 mod k8s_version;
@@ -30,6 +31,7 @@ pub use annotations::{
     UNSAFE_SYSCTLS_ANNOTATION,
 };
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
 pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
