@@ -389,6 +389,18 @@ export interface SysctlApplyOutcome {
 /** Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`). */
 export declare function sysctlBaselineAllowlist(policyVersion: string): Array<string>
 
+/** `policy.CheckResult` of the baseline `sysctls` check. */
+export interface SysctlBaselineCheck {
+  allowed: boolean
+  /** `forbidden sysctls` when not allowed. */
+  forbiddenReason?: string
+  /** The forbidden names, comma-separated, in the pod's order. */
+  forbiddenDetail?: string
+}
+
+/** The baseline check of a pod's sysctl names at `policyVersion` (`latest` or `v1.<minor>`). */
+export declare function sysctlCheckBaseline(names: Array<string>, policyVersion: string): SysctlBaselineCheck
+
 export interface SysctlFieldError {
   /** `FieldValueRequired`, `FieldValueInvalid` or `FieldValueDuplicate`. */
   type: string
@@ -436,6 +448,9 @@ export declare function sysctlParseAnnotation(value: string): SysctlAnnotationPa
 
 /** `ParseGeneric` components of a kernel version string. */
 export declare function sysctlParseKernelVersion(version: string): Array<number>
+
+/** The minor of a PSA policy version (`v1.<minor>`), or null for `latest`. */
+export declare function sysctlParsePolicyVersion(policyVersion: string): number | null
 
 /** Kubelet-style text for a value a policy refuses; `detail` says which rule. */
 export declare function sysctlPolicyBadValueMessage(name: string, detail: string): string

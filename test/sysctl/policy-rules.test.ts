@@ -237,3 +237,20 @@ describe('annotation forms', () => {
     expect(sysctl.SysctlNamePolicy.fromAnnotation('').allows('kernel.sem')).toBe(false);
   });
 });
+
+describe('Pod Security baseline through the core', () => {
+  it('reports a bad policy version before a malformed pod, and reads names as given', () => {
+    const bad = { spec: { securityContext: { sysctls: [7] } } } as unknown as sysctl.PodLike;
+    expect(() => sysctl.checkBaseline(bad, 'v1.036')).toThrow(/policy version/);
+    expect(() => sysctl.checkBaseline(bad, 'latest')).toThrow(
+      'spec.securityContext.sysctls[0] must be an object',
+    );
+    expect(sysctl.checkBaseline(pod([{ name: 'kernel/shm_rmid_forced' }, {}]).pod, 'latest')).toEqual({
+      allowed: false,
+      forbiddenReason: 'forbidden sysctls',
+      forbiddenDetail: 'kernel/shm_rmid_forced, ',
+    });
+    expect(sysctl.parsePolicyVersion('latest')).toBe(Number.POSITIVE_INFINITY);
+    expect(sysctl.parsePolicyVersion('v1.0')).toBe(0);
+  });
+});

@@ -11,5 +11,6 @@ mod errors;
 mod servicecidr;
 mod sysctl;
 mod sysctl_annotations;
+mod sysctl_baseline;
 mod sysctl_policy;
 mod userns;
