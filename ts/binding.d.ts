@@ -160,6 +160,17 @@ export declare class SysctlPolicyCore {
 }
 export type JsSysctlPolicy = SysctlPolicyCore
 
+/** A safe-sysctl list, converted once and reused for many pods. */
+export declare class SysctlSafeSet {
+  constructor(names: Array<string>)
+  /**
+   * Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
+   * errors upstream's validation gives; sysctls in this set may be listed as safe.
+   */
+  convertAnnotations(safe?: string | undefined | null, unsafeSysctls?: string | undefined | null): SysctlAnnotationConversion
+}
+export type JsSysctlSafeSet = SysctlSafeSet
+
 /** One user-namespace manager (empty until `open`). */
 export declare class UsernsCore {
   constructor()
@@ -410,12 +421,6 @@ export interface SysctlFieldError {
   /** `field.Error.Error()`. */
   message: string
 }
-
-/**
- * Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
- * errors upstream's validation gives; `safe_list` is the safe sysctls to accept.
- */
-export declare function sysctlFromAnnotations(safe: string | undefined | null, unsafeSysctls: string | undefined | null, safeList: Array<string>): SysctlAnnotationConversion
 
 export declare function sysctlGetNamespace(name: string): SysctlNamespaceInfo
 

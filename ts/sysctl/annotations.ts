@@ -3,6 +3,7 @@
 //   security.alpha.kubernetes.io/unsafe-sysctls: net.ipv4.route.min_pmtu=1000,kernel.msgmax=1 2 3
 // Parsing follows upstream's SysctlsFromPodAnnotation; a safe sysctl may be listed as unsafe,
 // an unsafe one must be. The rules and messages are the native core's (`annotations.rs`).
+import type { SysctlSafeSet } from '../binding.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
 import { safeSysctlAllowlist } from './kernel.js';
@@ -77,8 +78,20 @@ export function sysctlsFromAnnotations(pod: PodLike, options: AnnotationOptions 
   };
   const safe = read(SYSCTLS_ANNOTATION);
   const unsafe = read(UNSAFE_SYSCTLS_ANNOTATION);
-  // Names are strings; anything else in the list could never match one.
-  const safeList = [...(options.safeSysctls ?? safeSysctlAllowlist())].filter((n) => typeof n === 'string');
-  const r = native.sysctlFromAnnotations(safe, unsafe, safeList);
+  const r = safeSet(options.safeSysctls ?? safeSysctlAllowlist()).convertAnnotations(safe, unsafe);
   return { sysctls: r.sysctls, errors: r.errors.map(fieldError) };
+}
+
+/** The last safe list converted, reused while callers pass the same names. */
+let lastSafe: { list: readonly string[]; set: SysctlSafeSet } | undefined;
+
+function safeSet(list: readonly string[]): SysctlSafeSet {
+  const last = lastSafe;
+  if (last !== undefined && last.list.length === list.length && last.list.every((n, i) => n === list[i])) {
+    return last.set;
+  }
+  const copy = [...list];
+  // Names are strings; anything else in the list could never match one.
+  lastSafe = { list: copy, set: new native.SysctlSafeSet(copy.filter((n) => typeof n === 'string')) };
+  return lastSafe.set;
 }

@@ -1,6 +1,8 @@
 //! Binding for the alpha sysctl annotations of `kubenode-sysctl`: parsing one annotation, and
 //! converting both (with their field errors) in one call per pod.
 
+use std::collections::HashSet;
+
 use kubenode_sysctl::{parse_sysctl_annotation, sysctls_from_annotations};
 use napi_derive::napi;
 
@@ -42,19 +44,36 @@ pub fn sysctl_parse_annotation(value: String) -> SysctlAnnotationParse {
     }
 }
 
-/// Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
-/// errors upstream's validation gives; `safe_list` is the safe sysctls to accept.
+/// A safe-sysctl list, converted once and reused for many pods.
+#[napi(js_name = "SysctlSafeSet")]
+pub struct JsSysctlSafeSet {
+    names: HashSet<String>,
+}
+
 #[napi]
-pub fn sysctl_from_annotations(
-    safe: Option<String>,
-    unsafe_sysctls: Option<String>,
-    safe_list: Vec<String>,
-) -> SysctlAnnotationConversion {
-    let list: Vec<&str> = safe_list.iter().map(String::as_str).collect();
-    let (sysctls, errors) =
-        sysctls_from_annotations(safe.as_deref(), unsafe_sysctls.as_deref(), &list);
-    SysctlAnnotationConversion {
-        sysctls: pairs(sysctls),
-        errors: field_errors(errors),
+impl JsSysctlSafeSet {
+    #[napi(constructor)]
+    pub fn new(names: Vec<String>) -> Self {
+        Self {
+            names: names.into_iter().collect(),
+        }
+    }
+
+    /// Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
+    /// errors upstream's validation gives; sysctls in this set may be listed as safe.
+    #[napi]
+    pub fn convert_annotations(
+        &self,
+        safe: Option<String>,
+        unsafe_sysctls: Option<String>,
+    ) -> SysctlAnnotationConversion {
+        let (sysctls, errors) =
+            sysctls_from_annotations(safe.as_deref(), unsafe_sysctls.as_deref(), |n| {
+                self.names.contains(n)
+            });
+        SysctlAnnotationConversion {
+            sysctls: pairs(sysctls),
+            errors: field_errors(errors),
+        }
     }
 }

@@ -59,11 +59,11 @@ fn invalid(field: String, bad_value: &str, detail: String) -> FieldError {
 
 /// Both annotations (absent ones as `None`) in the `securityContext.sysctls` form, safe then
 /// unsafe, with upstream's field errors: syntax, names, "can not be safe and unsafe", and
-/// sysctls outside `safe_list` under the safe annotation.
+/// sysctls `is_safe` refuses under the safe annotation.
 pub fn sysctls_from_annotations(
     safe: Option<&str>,
     unsafe_: Option<&str>,
-    safe_list: &[&str],
+    is_safe: impl Fn(&str) -> bool,
 ) -> (Vec<(String, String)>, Vec<FieldError>) {
     let mut errors = Vec::new();
     let mut read = |key: &str, raw: Option<&str>| -> Vec<(String, String)> {
@@ -97,9 +97,8 @@ pub fn sysctls_from_annotations(
             "can not be safe and unsafe".to_string(),
         ));
     }
-    let safe_set: HashSet<&str> = safe_list.iter().copied().collect();
     for (i, (name, _)) in safe.iter().enumerate() {
-        if !name.is_empty() && !safe_set.contains(name.as_str()) {
+        if !name.is_empty() && !is_safe(name) {
             errors.push(invalid(
                 format!("{}[{i}].name", key_path(SYSCTLS_ANNOTATION)),
                 name,
@@ -139,7 +138,7 @@ mod tests {
         let (sysctls, errors) = sysctls_from_annotations(
             Some("kernel.shm_rmid_forced=1,net.core.somaxconn=1024"),
             Some("net.core.somaxconn=1024,kernel.msgmax=1 2 3"),
-            &["kernel.shm_rmid_forced"],
+            |n| n == "kernel.shm_rmid_forced",
         );
         assert_eq!(sysctls.len(), 4);
         assert_eq!(sysctls[3], ("kernel.msgmax".into(), "1 2 3".into()));
@@ -151,7 +150,7 @@ mod tests {
                 r#"metadata.annotations[security.alpha.kubernetes.io/sysctls][1].name: Invalid value: "net.core.somaxconn": not a safe sysctl; list it in security.alpha.kubernetes.io/unsafe-sysctls"#,
             ]
         );
-        let (sysctls, errors) = sysctls_from_annotations(Some("x"), Some("Bad=1"), &[]);
+        let (sysctls, errors) = sysctls_from_annotations(Some("x"), Some("Bad=1"), |_| false);
         assert_eq!(sysctls, [("Bad".to_string(), "1".to_string())]);
         let msgs: Vec<String> = errors.iter().map(FieldError::message).collect();
         assert_eq!(
