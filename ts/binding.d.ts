@@ -132,6 +132,51 @@ export declare class SysctlAllowlist {
 }
 export type JsSysctlAllowlist = SysctlAllowlist
 
+/** A compiled SysctlNamePolicy (alternative 1 of the pod-level sysctl design). */
+export declare class SysctlNamePolicyCore {
+  constructor(allowed: Array<string>)
+  /** The alpha PodSecurityPolicy annotation form (`a.b,c.*`). */
+  static fromAnnotation(value: string): SysctlNamePolicyCore
+  allows(name: string): boolean
+  /** One pod: null when admitted, else the message for the first refused name. */
+  admit(names: Array<string>): string | null
+  /** One pod: a Forbidden field error per refused name. */
+  validate(names: Array<string>): Array<SysctlFieldError>
+  rules(): SysctlNamePolicyRules
+}
+export type JsSysctlNamePolicy = SysctlNamePolicyCore
+
+/** A compiled SysctlPolicy (alternative 2 of the pod-level sysctl design). */
+export declare class SysctlPolicyCore {
+  /**
+   * Compiles the entries; errors name the first bad one (`<path>[i]…`, `entries[i]…` by
+   * default).
+   */
+  constructor(entries: Array<SysctlPolicyEntryInput>, path?: string | undefined | null)
+  /** The alpha annotation form (`name`, `name=min:1:max:9`, `name=values:a b`). */
+  static fromAnnotation(value: string): SysctlPolicyCore
+  /** One pod: null when admitted, else the message for the first refused sysctl. */
+  admit(names: Array<string>, values: Array<string>): string | null
+  /** True when an entry matches `name`. */
+  matches(name: string): boolean
+  /** One pod: a field error per refused sysctl. */
+  validate(names: Array<string>, values: Array<string>): Array<SysctlFieldError>
+  /** The compiled entries in order, with their detail texts. */
+  rules(): Array<SysctlPolicyRule>
+}
+export type JsSysctlPolicy = SysctlPolicyCore
+
+/** A safe-sysctl list, converted once and reused for many pods. */
+export declare class SysctlSafeSet {
+  constructor(names: Array<string>)
+  /**
+   * Both annotations (absent as null) in the `securityContext.sysctls` form, with the field
+   * errors upstream's validation gives; sysctls in this set may be listed as safe.
+   */
+  convertAnnotations(safe?: string | undefined | null, unsafeSysctls?: string | undefined | null): SysctlAnnotationConversion
+}
+export type JsSysctlSafeSet = SysctlSafeSet
+
 /** One user-namespace manager (empty until `open`). */
 export declare class UsernsCore {
   constructor()
@@ -470,6 +515,18 @@ export interface SysctlAllowlistEntry {
   prefix: boolean
 }
 
+export interface SysctlAnnotationConversion {
+  /** Safe then unsafe. */
+  sysctls: Array<SysctlPair>
+  errors: Array<SysctlFieldError>
+}
+
+export interface SysctlAnnotationParse {
+  sysctls: Array<SysctlPair>
+  /** Upstream's message when an item is not `name=value` (then `sysctls` is empty). */
+  error?: string
+}
+
 export interface SysctlApplied {
   name: string
   path: string
@@ -488,6 +545,18 @@ export interface SysctlApplyOutcome {
 /** Sysctls Pod Security's baseline level allows at `policyVersion` (`latest` or `v1.<minor>`). */
 export declare function sysctlBaselineAllowlist(policyVersion: string): Array<string>
 
+/** `policy.CheckResult` of the baseline `sysctls` check. */
+export interface SysctlBaselineCheck {
+  allowed: boolean
+  /** `forbidden sysctls` when not allowed. */
+  forbiddenReason?: string
+  /** The forbidden names, comma-separated, in the pod's order. */
+  forbiddenDetail?: string
+}
+
+/** The baseline check of a pod's sysctl names at `policyVersion` (`latest` or `v1.<minor>`). */
+export declare function sysctlCheckBaseline(names: Array<string>, policyVersion: string): SysctlBaselineCheck
+
 export interface SysctlFieldError {
   /** `FieldValueRequired`, `FieldValueInvalid` or `FieldValueDuplicate`. */
   type: string
@@ -503,6 +572,12 @@ export declare function sysctlGetNamespace(name: string): SysctlNamespaceInfo
 export declare function sysctlIsValidName(name: string): boolean
 
 export declare function sysctlIsValidPattern(pattern: string): boolean
+
+export interface SysctlNamePolicyRules {
+  all: boolean
+  exact: Array<string>
+  prefixes: Array<string>
+}
 
 /** The kernel namespace a sysctl belongs to, as upstream names it; `""` when not namespaced. */
 export declare enum SysctlNamespace {
@@ -526,8 +601,74 @@ export interface SysctlPair {
   value: string
 }
 
+/** `SysctlsFromPodAnnotation` for one annotation value. */
+export declare function sysctlParseAnnotation(value: string): SysctlAnnotationParse
+
 /** `ParseGeneric` components of a kernel version string. */
 export declare function sysctlParseKernelVersion(version: string): Array<number>
+
+/** The minor of a PSA policy version (`v1.<minor>`), or null for `latest`. */
+export declare function sysctlParsePolicyVersion(policyVersion: string): number | null
+
+/** Kubelet-style text for a value a policy refuses; `detail` says which rule. */
+export declare function sysctlPolicyBadValueMessage(name: string, detail: string): string
+
+/** The detail texts a violation of a rule reports (after `value `), for renderers. */
+export interface SysctlPolicyDetails {
+  /** For a value longer than `maxValueLength` (absent for a name-only rule). */
+  tooLong?: string
+  /** For a value outside `values`. */
+  values?: string
+  /** For a value that is not one integer (`min`/`max`) or not `fields.length` integers. */
+  shape?: string
+  /** For an integer outside `min`/`max`. */
+  range?: string
+  /** For each field, the detail when it is out of its range; `""` for an unbounded field. */
+  fields?: Array<string>
+}
+
+export interface SysctlPolicyEntryInput {
+  name: string
+  values?: Array<string>
+  min?: number
+  max?: number
+  fields?: Array<SysctlPolicyRange>
+}
+
+/** Whole-value regex source for `count` whitespace-separated integer fields. */
+export declare function sysctlPolicyIntegerFieldsSource(count: number): string
+
+/** Kubelet-style text for a name a policy refuses. */
+export declare function sysctlPolicyNotAllowedMessage(name: string): string
+
+export interface SysctlPolicyRange {
+  min?: number
+  max?: number
+}
+
+export interface SysctlPolicyRule {
+  segments: Array<string>
+  /** Allowed values, canonical form, first-seen order without repeats. */
+  values?: Array<string>
+  min?: number
+  max?: number
+  fields?: Array<SysctlPolicyRange>
+  details: SysctlPolicyDetails
+}
+
+export declare function sysctlPolicySyntax(): SysctlPolicySyntax
+
+/** The value syntax as regex sources RE2 and JavaScript read alike, and its limits. */
+export interface SysctlPolicySyntax {
+  /** One kernel whitespace character. */
+  space: string
+  /** One integer field. */
+  intField: string
+  /** Largest magnitude of an integer value. */
+  maxMagnitude: number
+  /** Longest value (code points) a value rule inspects. */
+  maxValueLength: number
+}
 
 /** Probes `names` (default: safe list, namespace tables, fs.mqueue.*) in throwaway namespaces. */
 export declare function sysctlProbe(names?: Array<string> | undefined | null): Promise<SysctlProbeOutcome>

@@ -2,12 +2,13 @@
 //   security.alpha.kubernetes.io/sysctls:        kernel.shm_rmid_forced=1
 //   security.alpha.kubernetes.io/unsafe-sysctls: net.ipv4.route.min_pmtu=1000,kernel.msgmax=1 2 3
 // Parsing follows upstream's SysctlsFromPodAnnotation; a safe sysctl may be listed as unsafe,
-// an unsafe one must be.
+// an unsafe one must be. The rules and messages are the native core's (`annotations.rs`).
+import type { SysctlSafeSet } from '../binding.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
-import { goQuote } from '../quote.js';
+import { native } from '../native.js';
 import { safeSysctlAllowlist } from './kernel.js';
 import type { FieldError, PodLike } from './types.js';
-import { validateSysctlNames } from './validation.js';
+import { fieldError } from './validation.js';
 
 /** Annotation of the alpha design listing safe sysctls (`name=value,…`). */
 export const SYSCTLS_ANNOTATION = 'security.alpha.kubernetes.io/sysctls';
@@ -34,14 +35,9 @@ export class SysctlAnnotationError extends KubenodeError {
 export function parseSysctlAnnotation(value: string): Sysctl[] {
   if (typeof value !== 'string')
     throw new KubenodeTypeError(`annotation must be a string, got ${describe(value)}`);
-  if (value.length === 0) return [];
-  return value.split(',').map((kv) => {
-    const cs = kv.split('=');
-    if (cs.length !== 2 || cs[0]!.length === 0) {
-      throw new SysctlAnnotationError(`sysctl ${goQuote(kv)} not of the format sysctl_name=value`);
-    }
-    return { name: cs[0]!, value: cs[1]! };
-  });
+  const r = native.sysctlParseAnnotation(value);
+  if (r.error != null) throw new SysctlAnnotationError(r.error);
+  return r.sysctls;
 }
 
 /** The inverse, for writing annotations back. */
@@ -55,20 +51,6 @@ export interface AnnotationConversion {
   sysctls: Sysctl[];
   /** Validation errors, upstream's field errors; empty when both annotations are valid. */
   errors: FieldError[];
-}
-
-function keyPath(key: string): string {
-  return `metadata.annotations[${key}]`;
-}
-
-function invalid(field: string, badValue: string, detail: string): FieldError {
-  return {
-    type: 'FieldValueInvalid',
-    field,
-    badValue,
-    detail,
-    message: `${field}: Invalid value: ${goQuote(badValue)}: ${detail}`,
-  };
 }
 
 /** Options of `sysctlsFromAnnotations`. */
@@ -86,46 +68,30 @@ export function sysctlsFromAnnotations(pod: PodLike, options: AnnotationOptions 
   if (typeof ann !== 'object') {
     throw new KubenodeTypeError(`metadata.annotations must be an object, got ${describe(ann)}`);
   }
-  const errors: FieldError[] = [];
-  const read = (key: string): Sysctl[] => {
+  const read = (key: string): string | null => {
     const raw = ann[key];
-    if (raw === undefined) return [];
+    if (raw === undefined) return null;
     if (typeof raw !== 'string') {
       throw new KubenodeTypeError(`annotation ${key} must be a string, got ${describe(raw)}`);
     }
-    try {
-      const list = parseSysctlAnnotation(raw);
-      errors.push(
-        ...validateSysctlNames(
-          list.map((s) => s.name),
-          keyPath(key),
-        ),
-      );
-      return list;
-    } catch (e) {
-      if (!(e instanceof SysctlAnnotationError)) throw e;
-      errors.push(invalid(keyPath(key), raw, e.message));
-      return [];
-    }
+    return raw;
   };
   const safe = read(SYSCTLS_ANNOTATION);
   const unsafe = read(UNSAFE_SYSCTLS_ANNOTATION);
-  const unsafeNames = new Set(unsafe.map((s) => s.name));
-  const inBoth = safe.filter((s) => unsafeNames.has(s.name)).map((s) => s.name);
-  if (inBoth.length > 0) {
-    errors.push(invalid(keyPath(UNSAFE_SYSCTLS_ANNOTATION), inBoth.join(', '), 'can not be safe and unsafe'));
+  const r = safeSet(options.safeSysctls ?? safeSysctlAllowlist()).convertAnnotations(safe, unsafe);
+  return { sysctls: r.sysctls, errors: r.errors.map(fieldError) };
+}
+
+/** The last safe list converted, reused while callers pass the same names. */
+let lastSafe: { list: readonly string[]; set: SysctlSafeSet } | undefined;
+
+function safeSet(list: readonly string[]): SysctlSafeSet {
+  const last = lastSafe;
+  if (last !== undefined && last.list.length === list.length && last.list.every((n, i) => n === list[i])) {
+    return last.set;
   }
-  const safeSet = new Set(options.safeSysctls ?? safeSysctlAllowlist());
-  safe.forEach((s, i) => {
-    if (s.name !== '' && !safeSet.has(s.name)) {
-      errors.push(
-        invalid(
-          `${keyPath(SYSCTLS_ANNOTATION)}[${i}].name`,
-          s.name,
-          `not a safe sysctl; list it in ${UNSAFE_SYSCTLS_ANNOTATION}`,
-        ),
-      );
-    }
-  });
-  return { sysctls: [...safe, ...unsafe], errors };
+  const copy = [...list];
+  // Names are strings; anything else in the list could never match one.
+  lastSafe = { list: copy, set: new native.SysctlSafeSet(copy.filter((n) => typeof n === 'string')) };
+  return lastSafe.set;
 }

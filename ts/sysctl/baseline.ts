@@ -1,6 +1,6 @@
 // Pod Security Admission, baseline check `sysctls` (policy/check_sysctls.go): exact-name
 // membership in the allowed set of the policy version; no normalisation, no host flags. The
-// sets per version come from the core's safe-sysctl table.
+// check, its texts and the sets per version are the core's (`baseline.rs`, `safe.rs`).
 import { callNative, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
 import { podSysctls, sysctlNames } from './pod.js';
@@ -26,9 +26,7 @@ function policyVersion(version: string): string {
 /** PSA policy version: `latest` or `v1.<minor>`; returns the minor (Infinity for latest). */
 export function parsePolicyVersion(version: string): number {
   const v = policyVersion(version);
-  // Validated by the core, which owns the format.
-  callNative(() => native.sysctlBaselineAllowlist(v));
-  return v === 'latest' ? Number.POSITIVE_INFINITY : Number(v.slice(3));
+  return callNative(() => native.sysctlParsePolicyVersion(v)) ?? Number.POSITIVE_INFINITY;
 }
 
 /** Sysctls the baseline level allows at `version`. */
@@ -39,9 +37,21 @@ export function baselineAllowedSysctls(version: string): string[] {
 
 /** The baseline `sysctls` check of a pod at a policy version. */
 export function checkBaseline(pod: PodLike, version: string): CheckResult {
-  const allowed = new Set(baselineAllowedSysctls(version));
-  const { sysctls } = podSysctls(pod);
-  const forbidden = sysctls === null ? [] : sysctlNames(sysctls).filter((n) => !allowed.has(n));
-  if (forbidden.length === 0) return { allowed: true };
-  return { allowed: false, forbiddenReason: 'forbidden sysctls', forbiddenDetail: forbidden.join(', ') };
+  const v = policyVersion(version);
+  let names: string[];
+  try {
+    const { sysctls } = podSysctls(pod);
+    names = sysctls === null ? [] : sysctlNames(sysctls);
+  } catch (e) {
+    // A bad policy version is reported before a malformed pod.
+    callNative(() => native.sysctlParsePolicyVersion(v));
+    throw e;
+  }
+  const r = callNative(() => native.sysctlCheckBaseline(names, v));
+  if (r.allowed) return { allowed: true };
+  return {
+    allowed: false,
+    ...(r.forbiddenReason != null ? { forbiddenReason: r.forbiddenReason } : {}),
+    ...(r.forbiddenDetail != null ? { forbiddenDetail: r.forbiddenDetail } : {}),
+  };
 }

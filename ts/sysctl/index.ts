@@ -53,6 +53,7 @@ export {
 } from './names.js';
 export {
   type CompiledEntry,
+  type CompiledEntryDetails,
   type PolicyAdmitResult,
   SysctlNamePolicy,
   SysctlPolicy,

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { PodAdmitChain } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
-import { SysctlNamePolicy, SysctlPolicy, type SysctlPolicyEntry } from './policy.js';
+import { SysctlNamePolicy, type SysctlPolicy, type SysctlPolicyEntry, sysctlPolicyAt } from './policy.js';
 import { SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
 import {
   type LabelSelector,
@@ -118,15 +118,15 @@ export class SysctlPolicyFile {
   }
 
   static #compile(s: SysctlPolicyFileSpec, source: string): SysctlPolicy | SysctlNamePolicy | null {
+    const field = s.sysctls !== undefined ? 'spec.sysctls' : 'spec.allowedSysctls';
     try {
-      if (s.sysctls !== undefined) return new SysctlPolicy(s.sysctls);
+      // Errors name the file's field (`spec.sysctls[0]…`).
+      if (s.sysctls !== undefined) return sysctlPolicyAt(s.sysctls, field);
       if (s.allowedSysctls !== undefined) return new SysctlNamePolicy(s.allowedSysctls);
       return null;
     } catch (e) {
-      const field = s.sysctls !== undefined ? 'spec.sysctls' : 'spec.allowedSysctls';
-      // The policy classes say `entries[i]…`; report the file's field.
-      const msg = (e as Error).message.replace(/^entries/, field);
-      throw new SysctlPolicyFileError('ERR_KUBENODE_INVALID_ARG', `${source}: ${msg}`, field, { cause: e });
+      const message = `${source}: ${(e as Error).message}`;
+      throw new SysctlPolicyFileError('ERR_KUBENODE_INVALID_ARG', message, field, { cause: e });
     }
   }
 

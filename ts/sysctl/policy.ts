@@ -2,95 +2,107 @@
 //   Alternative 1 — a list of names or `*`-suffixed prefixes (`*` allows everything);
 //   Alternative 2 — SysctlPolicy: per name or per-segment wildcard pattern, allowed `values`
 //   or an integer `min`/`max` range.
-// Names are compared in NormalizeName form so slash spellings match their dotted twins.
-import { describe, KubenodeTypeError } from '../errors.js';
-import { goQuote } from '../quote.js';
+// The rules and their messages live in the native core (`kubenode-sysctl` policy.rs): a policy
+// is compiled once, then each pod crosses once. This module checks the JS shape of the inputs.
+import type {
+  SysctlNamePolicyCore,
+  SysctlPolicyCore,
+  SysctlPolicyEntryInput,
+  SysctlPolicyRange,
+} from '../binding.js';
+import { callNative, describe, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
 import { FORBIDDEN_REASON } from './allowlist.js';
-import { normalizeName } from './names.js';
 import { podSysctls, sysctlName, sysctlValue } from './pod.js';
 import type { FieldError, PodLike, V1Sysctl } from './types.js';
-import {
-  canonicalValue,
-  type IntRange,
-  inRange,
-  integerFields,
-  MAX_VALUE_LENGTH,
-  rangeDetail,
-  tooLong,
-} from './values.js';
+import { fieldError } from './validation.js';
+import type { IntRange } from './values.js';
 
-const PATH = 'spec.securityContext.sysctls';
+/** A core compiled by a `fromAnnotation`, taken over by the constructor it calls next. */
+let adopted: SysctlNamePolicyCore | SysctlPolicyCore | null = null;
 
-function forbidden(i: number, name: string): FieldError {
-  const field = `${PATH}[${i}]`;
-  const detail = `sysctl ${goQuote(name)} is not allowed`;
-  return { type: 'FieldValueForbidden', field, detail, message: `${field}: Forbidden: ${detail}` };
+/**
+ * Compiles `items` natively after checking their JS shape. A malformed item is reported only
+ * when the items before it compile, so errors come in list order as one pass would give them.
+ */
+function compileChecked<T, I>(
+  items: readonly unknown[],
+  shape: (item: unknown, i: number) => { input: I | null; error: KubenodeTypeError | null },
+  compile: (inputs: I[]) => T,
+): T {
+  const inputs: I[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const { input, error } = shape(items[i], i);
+    if (input !== null) inputs.push(input);
+    if (error !== null) {
+      callNative(() => compile(inputs));
+      throw error;
+    }
+  }
+  return callNative(() => compile(inputs));
 }
 
-/** At most one field error per sysctl of the pod, in order (none when it sets no sysctls). */
-function fieldErrors(pod: PodLike, check: (s: V1Sysctl, i: number) => FieldError | null): FieldError[] {
-  const { sysctls } = podSysctls(pod);
-  if (sysctls === null) return [];
-  const out: FieldError[] = [];
-  sysctls.forEach((s, i) => {
-    const err = check(s, i);
-    if (err !== null) out.push(err);
-  });
-  return out;
-}
-
-function invalidValue(i: number, value: string, detail: string): FieldError {
-  const field = `${PATH}[${i}].value`;
-  return {
-    type: 'FieldValueInvalid',
-    field,
-    badValue: value,
-    detail,
-    message: `${field}: Invalid value: ${goQuote(value)}: ${detail}`,
-  };
+/** The names of `sysctls`, or the index of the first malformed one (with its error). */
+function readNames(sysctls: readonly V1Sysctl[]): { names: string[]; bad: unknown } {
+  const names: string[] = [];
+  for (let i = 0; i < sysctls.length; i++) {
+    try {
+      names.push(sysctlName(sysctls[i], i));
+    } catch (e) {
+      return { names, bad: e };
+    }
+  }
+  return { names, bad: null };
 }
 
 /** Alternative 1: allowed names or prefixes ending in `*`; an empty list allows nothing. */
 export class SysctlNamePolicy {
-  readonly #all: boolean;
-  readonly #exact = new Set<string>();
-  readonly #prefixes: string[] = [];
+  readonly #core: SysctlNamePolicyCore;
 
   constructor(allowed: readonly string[]) {
+    if (adopted instanceof native.SysctlNamePolicyCore) {
+      this.#core = adopted;
+      adopted = null;
+      return;
+    }
     if (!Array.isArray(allowed))
       throw new KubenodeTypeError(`allowed must be an array, got ${describe(allowed)}`);
-    let all = false;
-    allowed.forEach((p, i) => {
-      if (typeof p !== 'string' || p.length === 0) {
-        throw new KubenodeTypeError(`allowed[${i}] must be a non-empty string, got ${describe(p)}`);
-      }
-      if (p === '*') all = true;
-      else if (p.endsWith('*')) this.#prefixes.push(normalizeName(p.slice(0, -1)));
-      else this.#exact.add(normalizeName(p));
-    });
-    this.#all = all;
+    this.#core = compileChecked(
+      allowed,
+      (p, i) =>
+        typeof p === 'string'
+          ? { input: p, error: null }
+          : {
+              input: null,
+              error: new KubenodeTypeError(`allowed[${i}] must be a non-empty string, got ${describe(p)}`),
+            },
+      (list: string[]) => new native.SysctlNamePolicyCore(list),
+    );
   }
 
   /** The alpha PodSecurityPolicy annotation form: `kernel.shmmax,kernel.msgmax,fs.mqueue.*`. */
   static fromAnnotation(value: string): SysctlNamePolicy {
     if (typeof value !== 'string')
       throw new KubenodeTypeError(`annotation must be a string, got ${describe(value)}`);
-    return new SysctlNamePolicy(value === '' ? [] : value.split(','));
+    adopted = callNative(() => native.SysctlNamePolicyCore.fromAnnotation(value));
+    return new SysctlNamePolicy([]);
   }
 
   /** True when the policy allows `name` (compared in `normalizeName` form). */
   allows(name: string): boolean {
-    if (this.#all) return true;
-    const n = normalizeName(name);
-    return this.#exact.has(n) || this.#prefixes.some((p) => n.startsWith(p));
+    if (typeof name === 'string') return this.#core.allows(name);
+    // `*` allows without reading the name.
+    if (this.#core.rules().all) return true;
+    throw new KubenodeTypeError(`name must be a string, got ${describe(name)}`);
   }
 
   /** One Forbidden error per sysctl the policy does not allow. */
   validate(pod: PodLike): FieldError[] {
-    return fieldErrors(pod, (s, i) => {
-      const name = sysctlName(s, i);
-      return this.allows(name) ? null : forbidden(i, name);
-    });
+    const { sysctls } = podSysctls(pod);
+    if (sysctls === null || sysctls.length === 0) return [];
+    const { names, bad } = readNames(sysctls);
+    if (bad !== null) throw bad;
+    return this.#core.validate(names).map(fieldError);
   }
 
   /** Handler name in a `PodAdmitChain`. */
@@ -99,10 +111,11 @@ export class SysctlNamePolicy {
   /** A `PodAdmitChain` handler: the first sysctl (spec order) the policy refuses rejects the pod. */
   admit(attrs: { pod: PodLike }): PolicyAdmitResult {
     const { sysctls } = podSysctls(attrs?.pod);
-    for (let i = 0; sysctls !== null && i < sysctls.length; i++) {
-      const name = sysctlName(sysctls[i], i);
-      if (!this.allows(name)) return policyRejected(notAllowedMessage(name));
-    }
+    if (sysctls === null || sysctls.length === 0) return { admit: true };
+    const { names, bad } = readNames(sysctls);
+    const message = names.length > 0 ? this.#core.admit(names) : null;
+    if (message !== null && message !== undefined) return policyRejected(message);
+    if (bad !== null) throw bad;
     return { admit: true };
   }
 
@@ -115,7 +128,8 @@ export class SysctlNamePolicy {
     /** Allowed prefixes, without the trailing `*`. */
     prefixes: string[];
   } {
-    return { all: this.#all, exact: [...this.#exact], prefixes: [...this.#prefixes] };
+    const r = this.#core.rules();
+    return { all: r.all, exact: r.exact, prefixes: r.prefixes };
   }
 }
 
@@ -133,14 +147,14 @@ function policyRejected(message: string): PolicyAdmitResult {
   return { admit: false, reason: FORBIDDEN_REASON, message };
 }
 
-/** Kubelet-style text (`forbidden sysctl: "x" not allowlisted`) for a name the policy refuses. */
+/** Kubelet-style text (`forbidden sysctl: "x" not allowed by policy`) for a name the policy refuses. */
 export function notAllowedMessage(name: string): string {
-  return `forbidden sysctl: ${goQuote(normalizeName(name))} not allowed by policy`;
+  return native.sysctlPolicyNotAllowedMessage(name);
 }
 
 /** Kubelet-style text for a value the policy refuses; `detail` says which rule. */
 export function badValueMessage(name: string, detail: string): string {
-  return `forbidden sysctl: ${goQuote(normalizeName(name))} not allowed by policy: value ${detail}`;
+  return native.sysctlPolicyBadValueMessage(name, detail);
 }
 
 /** Alternative 2: one entry of a SysctlPolicy list. */
@@ -157,7 +171,19 @@ export interface SysctlPolicyEntry {
   fields?: IntRange[];
 }
 
-const SEGMENT = /^[a-z]+[a-z0-9_-]*$/;
+/** The detail texts (after `value `) a violation of an entry's rule reports, for renderers. */
+export interface CompiledEntryDetails {
+  /** For a value over the length limit; absent for a name-only entry. */
+  tooLong?: string;
+  /** For a value outside `values`. */
+  values?: string;
+  /** For a value that is not one integer (`min`/`max`) or not one integer per field. */
+  shape?: string;
+  /** For an integer outside `min`/`max`. */
+  range?: string;
+  /** Per field, for a value outside its range; `''` for an unbounded field. */
+  fields?: string[];
+}
 
 /** A compiled entry: the rule renderers translate. Values are in canonical form. */
 export interface CompiledEntry {
@@ -171,37 +197,123 @@ export interface CompiledEntry {
   max?: number;
   /** One integer range per field of a multi-value sysctl. */
   fields?: IntRange[];
+  /** What a violation of the rule reports. */
+  details: CompiledEntryDetails;
 }
 
-/** Why a value breaks an entry's rule (the detail after `must`), or null when it complies. */
-export function valueViolation(e: CompiledEntry, value: string): string | null {
-  const ruled =
-    e.values !== undefined || e.fields !== undefined || e.min !== undefined || e.max !== undefined;
-  if (ruled && tooLong(value)) return `must be at most ${MAX_VALUE_LENGTH} characters`;
-  if (e.values) {
-    if (e.values.has(canonicalValue(value))) return null;
-    return `must be one of ${[...e.values].map((v) => goQuote(v)).join(', ')}`;
+const isInt = (v: unknown) => v === undefined || Number.isSafeInteger(v);
+
+/** `r`'s bounds when both are integers (or absent), else the error for the first bad one. */
+function shapeRange(r: IntRange, at: string): KubenodeTypeError | null {
+  for (const k of ['min', 'max'] as const) {
+    if (!isInt(r[k])) return new KubenodeTypeError(`${at}.${k} must be an integer, got ${describe(r[k])}`);
   }
-  if (e.fields) {
-    const got = integerFields(value, e.fields.length);
-    if (got === null) return `must be ${e.fields.length} integers separated by whitespace`;
-    const k = got.findIndex((n, j) => !inRange(n, e.fields![j]!));
-    return k < 0 ? null : `field ${k + 1} ${rangeDetail(e.fields[k]!)}`;
+  return null;
+}
+
+/**
+ * The native input for entry `i` and the first JS-shape error in it. A malformed entry still
+ * goes in (with the malformed parts replaced by neutral ones of the same presence) so that the
+ * rules checked before that part in one pass (segment syntax, one rule kind, min ≤ max) report
+ * first.
+ */
+function shapeEntry(
+  e: unknown,
+  at: string,
+): { input: SysctlPolicyEntryInput | null; error: KubenodeTypeError | null } {
+  if (typeof e !== 'object' || e === null)
+    return { input: null, error: new KubenodeTypeError(`${at} must be an object`) };
+  const entry = e as SysctlPolicyEntry;
+  if (typeof entry.name !== 'string')
+    return { input: null, error: new KubenodeTypeError(`${at}.name must be a string`) };
+  const input: SysctlPolicyEntryInput = { name: entry.name };
+  let error = shapeRange(entry, at);
+  // Neutral bounds: present, and never greater than the other bound.
+  if (entry.min !== undefined) input.min = isInt(entry.min) ? entry.min : -Number.MAX_SAFE_INTEGER;
+  if (entry.max !== undefined) input.max = isInt(entry.max) ? entry.max : Number.MAX_SAFE_INTEGER;
+  if (entry.fields !== undefined) {
+    const fields: SysctlPolicyRange[] = [];
+    if (!Array.isArray(entry.fields)) {
+      error ??= new KubenodeTypeError(`${at}.fields must be a non-empty array of { min?, max? }`);
+    } else {
+      for (let j = 0; j < entry.fields.length && error === null; j++) {
+        const f = entry.fields[j] as unknown;
+        const where = `${at}.fields[${j}]`;
+        if (typeof f !== 'object' || f === null) error = new KubenodeTypeError(`${where} must be an object`);
+        else error = shapeRange(f, where);
+        if (error === null) {
+          const r = f as IntRange;
+          fields.push({ min: r.min, max: r.max });
+        }
+      }
+    }
+    // A malformed list keeps one unbounded field, so it is not taken for an empty one.
+    input.fields = error === null || fields.length > 0 ? fields : [{}];
   }
-  if (e.min === undefined && e.max === undefined) return null;
-  const got = integerFields(value, 1);
-  if (got === null) return 'must be an integer';
-  return inRange(got[0]!, e) ? null : rangeDetail(e);
+  if (entry.values !== undefined) {
+    const ok = Array.isArray(entry.values) && entry.values.every((v) => typeof v === 'string');
+    if (!ok) error ??= new KubenodeTypeError(`${at}.values must be an array of strings`);
+    input.values = ok ? entry.values : [];
+  }
+  return { input, error };
+}
+
+function compiledEntry(r: ReturnType<SysctlPolicyCore['rules']>[number]): CompiledEntry {
+  const d = r.details;
+  const details: CompiledEntryDetails = {
+    ...(d.tooLong != null ? { tooLong: d.tooLong } : {}),
+    ...(d.values != null ? { values: d.values } : {}),
+    ...(d.shape != null ? { shape: d.shape } : {}),
+    ...(d.range != null ? { range: d.range } : {}),
+    ...(d.fields != null ? { fields: d.fields } : {}),
+  };
+  return {
+    segments: r.segments,
+    ...(r.values != null ? { values: new Set(r.values) } : {}),
+    ...(r.min != null ? { min: r.min } : {}),
+    ...(r.max != null ? { max: r.max } : {}),
+    ...(r.fields != null
+      ? {
+          fields: r.fields.map((f) => ({
+            ...(f.min != null ? { min: f.min } : {}),
+            ...(f.max != null ? { max: f.max } : {}),
+          })),
+        }
+      : {}),
+    details,
+  };
+}
+
+function compilePolicy(entries: readonly unknown[], path: string): SysctlPolicyCore {
+  return compileChecked(
+    entries,
+    (e, i) => shapeEntry(e, `${path}[${i}]`),
+    (list) => new native.SysctlPolicyCore(list, path),
+  );
+}
+
+/** A SysctlPolicy whose errors name the list `path` (`spec.sysctls[0]…` for a policy file). */
+export function sysctlPolicyAt(entries: readonly SysctlPolicyEntry[], path: string): SysctlPolicy {
+  if (!Array.isArray(entries))
+    throw new KubenodeTypeError(`${path} must be an array, got ${describe(entries)}`);
+  adopted = compilePolicy(entries, path);
+  return new SysctlPolicy([]);
 }
 
 /** Alternative 2: name patterns with allowed values or integer bounds; first match decides. */
 export class SysctlPolicy {
-  readonly #entries: CompiledEntry[];
+  readonly #core: SysctlPolicyCore;
+  #rules: readonly CompiledEntry[] | undefined;
 
   constructor(entries: readonly SysctlPolicyEntry[]) {
+    if (adopted instanceof native.SysctlPolicyCore) {
+      this.#core = adopted;
+      adopted = null;
+      return;
+    }
     if (!Array.isArray(entries))
       throw new KubenodeTypeError(`entries must be an array, got ${describe(entries)}`);
-    this.#entries = entries.map((e, i) => compile(e, i));
+    this.#core = compilePolicy(entries, 'entries');
   }
 
   /**
@@ -212,36 +324,8 @@ export class SysctlPolicy {
   static fromAnnotation(value: string): SysctlPolicy {
     if (typeof value !== 'string')
       throw new KubenodeTypeError(`annotation must be a string, got ${describe(value)}`);
-    if (value === '') return new SysctlPolicy([]);
-    return new SysctlPolicy(
-      value.split(',').map((item) => {
-        const eq = item.indexOf('=');
-        if (eq < 0) return { name: item };
-        const entry: SysctlPolicyEntry = { name: item.slice(0, eq) };
-        const spec = item.slice(eq + 1);
-        if (spec.startsWith('values:')) {
-          entry.values = spec
-            .slice('values:'.length)
-            .split(' ')
-            .filter((v) => v !== '');
-          return entry;
-        }
-        const parts = spec.split(':');
-        if (parts.length % 2 !== 0)
-          throw new KubenodeTypeError(`sysctl policy ${goQuote(item)}: expected key:value pairs`);
-        for (let k = 0; k < parts.length; k += 2) {
-          const key = parts[k]!;
-          const num = Number(parts[k + 1]);
-          if (!Number.isSafeInteger(num) || parts[k + 1]!.trim() === '') {
-            throw new KubenodeTypeError(`sysctl policy ${goQuote(item)}: ${key} must be an integer`);
-          }
-          if (key === 'min') entry.min = num;
-          else if (key === 'max') entry.max = num;
-          else throw new KubenodeTypeError(`sysctl policy ${goQuote(item)}: unknown key ${goQuote(key)}`);
-        }
-        return entry;
-      }),
-    );
+    adopted = callNative(() => native.SysctlPolicyCore.fromAnnotation(value));
+    return new SysctlPolicy([]);
   }
 
   /** Handler name in a `PodAdmitChain`. */
@@ -249,92 +333,65 @@ export class SysctlPolicy {
 
   /** The compiled entries in order (first match decides), for renderers. */
   rules(): readonly CompiledEntry[] {
-    return this.#entries;
+    this.#rules ??= Object.freeze(this.#core.rules().map(compiledEntry));
+    return this.#rules;
   }
 
   /** A `PodAdmitChain` handler: the first sysctl (spec order) the policy refuses rejects the pod. */
   admit(attrs: { pod: PodLike }): PolicyAdmitResult {
     const { sysctls } = podSysctls(attrs?.pod);
-    for (let i = 0; sysctls !== null && i < sysctls.length; i++) {
-      const name = sysctlName(sysctls[i], i);
-      const e = this.#match(name);
-      if (!e) return policyRejected(notAllowedMessage(name));
-      const bad = valueViolation(e, sysctlValue(sysctls[i]!, i));
-      if (bad !== null) return policyRejected(badValueMessage(name, bad));
+    if (sysctls === null || sysctls.length === 0) return { admit: true };
+    const names: string[] = [];
+    const values: string[] = [];
+    for (let i = 0; i < sysctls.length; i++) {
+      const s = sysctls[i]!;
+      let name: string | undefined;
+      let value: string | undefined;
+      let bad: unknown = null;
+      try {
+        name = sysctlName(s, i);
+        value = sysctlValue(s, i);
+      } catch (e) {
+        bad = e;
+      }
+      if (name === undefined || value === undefined) return this.#malformed(names, values, name, bad);
+      names.push(name);
+      values.push(value);
     }
-    return { admit: true };
+    const message = this.#core.admit(names, values);
+    return message == null ? { admit: true } : policyRejected(message);
   }
 
-  #match(name: string): CompiledEntry | undefined {
-    const segs = normalizeName(name).split('.');
-    return this.#entries.find(
-      (e) => e.segments.length === segs.length && e.segments.every((p, i) => p === '*' || p === segs[i]),
-    );
+  /**
+   * A sysctl whose name or value is malformed: it matters only if every one before it is
+   * admitted, and its value only if its name is (the order one pass over the list reads them).
+   */
+  #malformed(names: string[], values: string[], name: string | undefined, bad: unknown): PolicyAdmitResult {
+    const message = names.length > 0 ? this.#core.admit(names, values) : null;
+    if (message != null) return policyRejected(message);
+    if (name !== undefined && !this.#core.matches(name)) return policyRejected(notAllowedMessage(name));
+    throw bad;
   }
 
   /** Forbidden for names no entry matches; Invalid for values outside the entry's rule. */
   validate(pod: PodLike): FieldError[] {
-    return fieldErrors(pod, (s, i) => {
+    const { sysctls } = podSysctls(pod);
+    if (sysctls === null || sysctls.length === 0) return [];
+    const names: string[] = [];
+    const values: string[] = [];
+    sysctls.forEach((s, i) => {
       const name = sysctlName(s, i);
-      const e = this.#match(name);
-      if (!e) return forbidden(i, name);
-      const value = sysctlValue(s, i);
-      const bad = valueViolation(e, value);
-      return bad === null ? null : invalidValue(i, value, bad);
+      let value: string;
+      try {
+        value = sysctlValue(s, i);
+      } catch (e) {
+        // The value of a name no entry matches is never read.
+        if (this.#core.matches(name)) throw e;
+        value = '';
+      }
+      names.push(name);
+      values.push(value);
     });
-  }
-}
-
-function compile(e: SysctlPolicyEntry, i: number): CompiledEntry {
-  if (typeof e !== 'object' || e === null) throw new KubenodeTypeError(`entries[${i}] must be an object`);
-  if (typeof e.name !== 'string') throw new KubenodeTypeError(`entries[${i}].name must be a string`);
-  const segments = e.name.split('.');
-  for (const s of segments) {
-    if (s !== '*' && !SEGMENT.test(s)) {
-      throw new KubenodeTypeError(
-        `entries[${i}].name ${goQuote(e.name)}: each segment must match [a-z]+[a-z_-0-9]* or be "*"`,
-      );
-    }
-  }
-  const hasRange = e.min !== undefined || e.max !== undefined;
-  const rules = [e.values !== undefined, hasRange, e.fields !== undefined].filter(Boolean).length;
-  if (rules > 1) {
-    throw new KubenodeTypeError(`entries[${i}]: set either values or min/max or fields, not several`);
-  }
-  checkRange(e, `entries[${i}]`);
-  const out: CompiledEntry = { segments };
-  if (e.fields !== undefined) {
-    if (!Array.isArray(e.fields) || e.fields.length === 0) {
-      throw new KubenodeTypeError(`entries[${i}].fields must be a non-empty array of { min?, max? }`);
-    }
-    out.fields = e.fields.map((f, j) => {
-      const at = `entries[${i}].fields[${j}]`;
-      if (typeof f !== 'object' || f === null) throw new KubenodeTypeError(`${at} must be an object`);
-      checkRange(f, at);
-      return {
-        ...(f.min !== undefined ? { min: f.min } : {}),
-        ...(f.max !== undefined ? { max: f.max } : {}),
-      };
-    });
-  }
-  if (e.values !== undefined) {
-    if (!Array.isArray(e.values) || e.values.some((v) => typeof v !== 'string')) {
-      throw new KubenodeTypeError(`entries[${i}].values must be an array of strings`);
-    }
-    out.values = new Set(e.values.map(canonicalValue));
-  }
-  if (e.min !== undefined) out.min = e.min;
-  if (e.max !== undefined) out.max = e.max;
-  return out;
-}
-
-function checkRange(r: IntRange, at: string): void {
-  for (const k of ['min', 'max'] as const) {
-    if (r[k] !== undefined && !Number.isSafeInteger(r[k])) {
-      throw new KubenodeTypeError(`${at}.${k} must be an integer, got ${describe(r[k])}`);
-    }
-  }
-  if (r.min !== undefined && r.max !== undefined && r.min > r.max) {
-    throw new KubenodeTypeError(`${at}: min ${r.min} is greater than max ${r.max}`);
+    return this.#core.validate(names, values).map(fieldError);
   }
 }

@@ -1,4 +1,5 @@
 // API-server validation of pod sysctls (validateSysctls / ValidateHostSysctl / validateWindows).
+import type { SysctlFieldError } from '../binding.js';
 import { callNative, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
 import { HOST_IPC, HOST_NETWORK, podSysctls, sysctlNames } from './pod.js';
@@ -43,11 +44,16 @@ export function validateSysctlNames(
   allowHost = false,
 ): FieldError[] {
   const bits = (flags & (HOST_NETWORK | HOST_IPC)) | (allowHost ? native.SYSCTL_ALLOW_HOST_NAMESPACED : 0);
-  return callNative(() => native.sysctlValidate(names, path, bits)).map((e) => ({
+  return callNative(() => native.sysctlValidate(names, path, bits)).map(fieldError);
+}
+
+/** A field error as the binding gives it, in the façade's shape. */
+export function fieldError(e: SysctlFieldError): FieldError {
+  return {
     type: e.type as FieldError['type'],
     field: e.field,
     ...(e.badValue !== undefined && e.badValue !== null ? { badValue: e.badValue } : {}),
     detail: e.detail,
     message: e.message,
-  }));
+  };
 }

@@ -7,7 +7,9 @@
 //! hand-written matchers equivalent to upstream's regexes.
 
 mod allowlist;
+mod annotations;
 mod apply;
+mod baseline;
 mod batch;
 mod interned;
 mod k8s_version;
@@ -16,13 +18,20 @@ mod lookup;
 mod name;
 mod namespace;
 mod normalize;
+mod policy;
+mod policy_value;
 mod probe;
 mod quote;
 mod safe;
 mod validation;
 
 pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_REASON};
+pub use annotations::{
+    parse_sysctl_annotation, sysctls_from_annotations, AnnotationFormatError, SYSCTLS_ANNOTATION,
+    UNSAFE_SYSCTLS_ANNOTATION,
+};
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
 pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
@@ -36,6 +45,14 @@ pub use namespace::{
     PREFIXES as NAMESPACE_PREFIXES,
 };
 pub use normalize::normalize_name;
+pub use policy::{
+    bad_value_message, not_allowed_message, CompiledEntry, PolicyEntry, PolicyError,
+    SysctlNamePolicy, SysctlPolicy,
+};
+pub use policy_value::{
+    canonical_value, integer_fields, integer_fields_source, IntRange, ValueRule, INT_FIELD,
+    MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
+};
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;
 pub use safe::{baseline_allowed_sysctls, safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};

@@ -12,6 +12,7 @@ pub enum FieldErrorType {
     Required,
     Invalid,
     Duplicate,
+    Forbidden,
 }
 
 impl FieldErrorType {
@@ -21,6 +22,7 @@ impl FieldErrorType {
             FieldErrorType::Required => "FieldValueRequired",
             FieldErrorType::Invalid => "FieldValueInvalid",
             FieldErrorType::Duplicate => "FieldValueDuplicate",
+            FieldErrorType::Forbidden => "FieldValueForbidden",
         }
     }
 
@@ -29,6 +31,7 @@ impl FieldErrorType {
             FieldErrorType::Required => "Required value",
             FieldErrorType::Invalid => "Invalid value",
             FieldErrorType::Duplicate => "Duplicate value",
+            FieldErrorType::Forbidden => "Forbidden",
         }
     }
 }

@@ -1,10 +1,10 @@
 // `renderAdmissionPolicy`: a SysctlPolicy / SysctlNamePolicy (and optionally the kubelet
 // allowlist) as a ValidatingAdmissionPolicy + binding (admissionregistration.k8s.io/v1) whose
 // CEL decides every pod exactly as the in-process `PodAdmitChain` of the same policy does.
-// Value syntax comes from ../values.ts and allowlist entries from the native allowlist, so the
-// rules are written once. Denials carry the kubelet-style messages of the in-process handlers.
+// The compiled rules, their detail texts and the value syntax come from the native core, and
+// allowlist entries from the native allowlist, so the rules are written once; this module only
+// translates them to CEL. Denials carry the kubelet-style messages of the in-process handlers.
 import { describe, KubenodeTypeError } from '../../errors.js';
-import { goQuote } from '../../quote.js';
 import type { AllowlistEntry } from '../allowlist.js';
 import {
   badValueMessage,
@@ -15,16 +15,7 @@ import {
 } from '../policy.js';
 import { LABEL_SELECTOR_SCHEMA } from '../policy-schema.js';
 import { checkSchema } from '../schema-check.js';
-import {
-  INT_FIELD,
-  type IntRange,
-  integerFieldsSource,
-  MAX_MAGNITUDE,
-  MAX_VALUE_LENGTH,
-  rangeDetail,
-  regexLiteral,
-  SPACE,
-} from '../values.js';
+import { type IntRange, integerFieldsSource, regexLiteral, valueSyntax } from '../values.js';
 import { anyOf, celList, celString } from './cel.js';
 import {
   type KubeletAllowlistOptions,
@@ -308,38 +299,33 @@ function bounded(x: string, r: IntRange): string {
 }
 
 /**
- * Mirrors `valueViolation`: "" when the value complies, else `fail(detail)` (a CEL string
- * expression) with the detail it reports. The cheap length check comes first so that long
- * values never reach a regex (CEL charges by length).
+ * Mirrors the core's value rule: "" when the value complies, else `fail(detail)` (a CEL string
+ * expression) with the detail the core reports. The cheap length check comes first so that
+ * long values never reach a regex (CEL charges by length).
  */
 function valueVerdict(e: CompiledEntry, v: string, fail: (detail: string) => string): string {
-  const checked = (body: string) =>
-    `(size(${v}) > ${MAX_VALUE_LENGTH} ? ${fail(`must be at most ${MAX_VALUE_LENGTH} characters`)} : ${body})`;
+  const { space, intField, maxMagnitude, maxValueLength } = valueSyntax();
+  const d = e.details;
+  if (d.tooLong === undefined) return '""';
+  const checked = (body: string) => `(size(${v}) > ${maxValueLength} ? ${fail(d.tooLong!)} : ${body})`;
   if (e.values) {
-    const alts = [...e.values].map((c) => (c === '' ? '' : c.split(' ').map(regexLiteral).join(`${SPACE}+`)));
-    const re = `^${SPACE}*(?:${alts.join('|')})${SPACE}*$`;
-    const detail = `must be one of ${[...e.values].map((c) => goQuote(c)).join(', ')}`;
-    return checked(`(${v}.matches(${celString(re)}) ? "" : ${fail(detail)})`);
+    const alts = [...e.values].map((c) => (c === '' ? '' : c.split(' ').map(regexLiteral).join(`${space}+`)));
+    const re = `^${space}*(?:${alts.join('|')})${space}*$`;
+    return checked(`(${v}.matches(${celString(re)}) ? "" : ${fail(d.values!)})`);
   }
-  const tokens = `${v}.findAll(${celString(INT_FIELD)})`;
+  const tokens = `${v}.findAll(${celString(intField)})`;
   const int = (k: number) => `int(${tokens}[${k}])`;
   const shape = (count: number) =>
     `${v}.matches(${celString(integerFieldsSource(count))}) && ` +
-    `${tokens}.all(t, int(t) >= ${-MAX_MAGNITUDE} && int(t) <= ${MAX_MAGNITUDE})`;
+    `${tokens}.all(t, int(t) >= ${-maxMagnitude} && int(t) <= ${maxMagnitude})`;
   if (e.fields) {
     const fields = e.fields;
     let inner = '""';
     for (let k = fields.length - 1; k >= 0; k--) {
       const test = bounded(int(k), fields[k]!);
-      if (test !== '')
-        inner = `((${test}) ? ${inner} : ${fail(`field ${k + 1} ${rangeDetail(fields[k]!)}`)})`;
+      if (test !== '') inner = `((${test}) ? ${inner} : ${fail(d.fields![k]!)})`;
     }
-    return checked(
-      `(!(${shape(fields.length)}) ? ${fail(`must be ${fields.length} integers separated by whitespace`)} : ${inner})`,
-    );
+    return checked(`(!(${shape(fields.length)}) ? ${fail(d.shape!)} : ${inner})`);
   }
-  if (e.min === undefined && e.max === undefined) return '""';
-  return checked(
-    `(!(${shape(1)}) ? ${fail('must be an integer')} : (${bounded(int(0), e)}) ? "" : ${fail(rangeDetail(e))})`,
-  );
+  return checked(`(!(${shape(1)}) ? ${fail(d.shape!)} : (${bounded(int(0), e)}) ? "" : ${fail(d.range!)})`);
 }

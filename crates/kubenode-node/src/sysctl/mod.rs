@@ -20,7 +20,10 @@ use tasks::{ApplyTask, ProbeTask};
 use types::*;
 
 mod allowlist;
+mod annotations;
+mod baseline;
 mod convert;
+mod policy;
 mod staged;
 mod tasks;
 mod types;

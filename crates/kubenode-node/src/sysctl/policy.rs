@@ -1,0 +1,340 @@
+//! Binding for the SysctlPolicy / SysctlNamePolicy rules of `kubenode-sysctl`: a policy is
+//! compiled once into a native object, then each pod is admitted or validated in one call
+//! (its names, and values, as two arrays).
+
+use kubenode_sysctl::{
+    bad_value_message, integer_fields_source, not_allowed_message, FieldError, IntRange,
+    PolicyEntry, SysctlNamePolicy, SysctlPolicy, ValueRule, INT_FIELD, MAX_MAGNITUDE,
+    MAX_VALUE_LENGTH, SPACE,
+};
+use napi::Env;
+use napi_derive::napi;
+
+use super::types::SysctlFieldError;
+use crate::convert::integer;
+use crate::errors::{err, throwing, ErrorCode, Result};
+
+#[napi(object)]
+pub struct SysctlPolicyRange {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+#[napi(object)]
+pub struct SysctlPolicyEntryInput {
+    pub name: String,
+    pub values: Option<Vec<String>>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub fields: Option<Vec<SysctlPolicyRange>>,
+}
+
+/// The detail texts a violation of a rule reports (after `value `), for renderers.
+#[napi(object)]
+pub struct SysctlPolicyDetails {
+    /// For a value longer than `maxValueLength` (absent for a name-only rule).
+    pub too_long: Option<String>,
+    /// For a value outside `values`.
+    pub values: Option<String>,
+    /// For a value that is not one integer (`min`/`max`) or not `fields.length` integers.
+    pub shape: Option<String>,
+    /// For an integer outside `min`/`max`.
+    pub range: Option<String>,
+    /// For each field, the detail when it is out of its range; `""` for an unbounded field.
+    pub fields: Option<Vec<String>>,
+}
+
+#[napi(object)]
+pub struct SysctlPolicyRule {
+    pub segments: Vec<String>,
+    /// Allowed values, canonical form, first-seen order without repeats.
+    pub values: Option<Vec<String>>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub fields: Option<Vec<SysctlPolicyRange>>,
+    pub details: SysctlPolicyDetails,
+}
+
+#[napi(object)]
+pub struct SysctlNamePolicyRules {
+    pub all: bool,
+    pub exact: Vec<String>,
+    pub prefixes: Vec<String>,
+}
+
+/// The value syntax as regex sources RE2 and JavaScript read alike, and its limits.
+#[napi(object)]
+pub struct SysctlPolicySyntax {
+    /// One kernel whitespace character.
+    pub space: String,
+    /// One integer field.
+    pub int_field: String,
+    /// Largest magnitude of an integer value.
+    pub max_magnitude: f64,
+    /// Longest value (code points) a value rule inspects.
+    pub max_value_length: u32,
+}
+
+#[napi]
+pub fn sysctl_policy_syntax() -> SysctlPolicySyntax {
+    SysctlPolicySyntax {
+        space: SPACE.to_string(),
+        int_field: INT_FIELD.to_string(),
+        max_magnitude: MAX_MAGNITUDE as f64,
+        max_value_length: MAX_VALUE_LENGTH as u32,
+    }
+}
+
+/// Whole-value regex source for `count` whitespace-separated integer fields.
+#[napi]
+pub fn sysctl_policy_integer_fields_source(count: u32) -> String {
+    integer_fields_source(count as usize)
+}
+
+/// Kubelet-style text for a name a policy refuses.
+#[napi]
+pub fn sysctl_policy_not_allowed_message(name: String) -> String {
+    not_allowed_message(&name)
+}
+
+/// Kubelet-style text for a value a policy refuses; `detail` says which rule.
+#[napi]
+pub fn sysctl_policy_bad_value_message(name: String, detail: String) -> String {
+    bad_value_message(&name, &detail)
+}
+
+pub(crate) fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
+    v.into_iter()
+        .map(|e| SysctlFieldError {
+            r#type: e.kind.reason().to_string(),
+            message: e.message(),
+            field: e.field,
+            bad_value: e.bad_value,
+            detail: e.detail,
+        })
+        .collect()
+}
+
+fn bound(what: &str, v: Option<f64>) -> Result<Option<i64>> {
+    v.map(|v| integer(what, v)).transpose()
+}
+
+fn range_in(r: &SysctlPolicyRange, at: &str) -> Result<IntRange> {
+    Ok(IntRange {
+        min: bound(&format!("{at}.min"), r.min)?,
+        max: bound(&format!("{at}.max"), r.max)?,
+    })
+}
+
+fn entry_in(e: SysctlPolicyEntryInput, at: &str) -> Result<PolicyEntry> {
+    Ok(PolicyEntry {
+        min: bound(&format!("{at}.min"), e.min)?,
+        max: bound(&format!("{at}.max"), e.max)?,
+        fields: e
+            .fields
+            .map(|f| {
+                f.iter()
+                    .enumerate()
+                    .map(|(j, r)| range_in(r, &format!("{at}.fields[{j}]")))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .transpose()?,
+        name: e.name,
+        values: e.values,
+    })
+}
+
+fn range_out(r: &IntRange) -> SysctlPolicyRange {
+    SysctlPolicyRange {
+        min: r.min.map(|n| n as f64),
+        max: r.max.map(|n| n as f64),
+    }
+}
+
+fn rule_out(segments: &[String], rule: &ValueRule) -> SysctlPolicyRule {
+    let mut out = SysctlPolicyRule {
+        segments: segments.to_vec(),
+        values: None,
+        min: None,
+        max: None,
+        fields: None,
+        details: SysctlPolicyDetails {
+            too_long: rule.too_long_detail(),
+            values: None,
+            shape: rule.shape_detail(),
+            range: None,
+            fields: None,
+        },
+    };
+    match rule {
+        ValueRule::Any => {}
+        ValueRule::OneOf(values) => {
+            out.details.values = rule.values_detail();
+            out.values = Some(values.clone());
+        }
+        ValueRule::Range(r) => {
+            out.min = r.min.map(|n| n as f64);
+            out.max = r.max.map(|n| n as f64);
+            out.details.range = Some(r.detail());
+        }
+        ValueRule::Fields(ranges) => {
+            out.details.fields = Some(rule.field_details());
+            out.fields = Some(ranges.iter().map(range_out).collect());
+        }
+    }
+    out
+}
+
+fn pairs<'a>(
+    names: &'a [String],
+    values: &'a [String],
+) -> Result<impl Iterator<Item = (&'a str, &'a str)>> {
+    if names.len() != values.len() {
+        return Err(err(
+            ErrorCode::InvalidArg,
+            format!(
+                "names and values differ in length ({} and {})",
+                names.len(),
+                values.len()
+            ),
+        ));
+    }
+    Ok(names
+        .iter()
+        .map(String::as_str)
+        .zip(values.iter().map(String::as_str)))
+}
+
+/// A compiled SysctlPolicy (alternative 2 of the pod-level sysctl design).
+#[napi(js_name = "SysctlPolicyCore")]
+pub struct JsSysctlPolicy {
+    inner: SysctlPolicy,
+}
+
+#[napi]
+impl JsSysctlPolicy {
+    /// Compiles the entries; errors name the first bad one (`<path>[i]…`, `entries[i]…` by
+    /// default).
+    #[napi(constructor)]
+    pub fn new(
+        env: Env,
+        entries: Vec<SysctlPolicyEntryInput>,
+        path: Option<String>,
+    ) -> napi::Result<Self> {
+        throwing(&env, || {
+            let path = path.as_deref().unwrap_or("entries");
+            let entries = entries
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| entry_in(e, &format!("{path}[{i}]")))
+                .collect::<Result<Vec<_>>>()?;
+            let inner =
+                SysctlPolicy::new_at(&entries, path).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// The alpha annotation form (`name`, `name=min:1:max:9`, `name=values:a b`).
+    #[napi(factory)]
+    pub fn from_annotation(env: Env, value: String) -> napi::Result<Self> {
+        throwing(&env, || {
+            let inner =
+                SysctlPolicy::from_annotation(&value).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// One pod: null when admitted, else the message for the first refused sysctl.
+    #[napi]
+    pub fn admit(
+        &self,
+        env: Env,
+        names: Vec<String>,
+        values: Vec<String>,
+    ) -> napi::Result<Option<String>> {
+        throwing(&env, || Ok(self.inner.admit(pairs(&names, &values)?)))
+    }
+
+    /// True when an entry matches `name`.
+    #[napi]
+    pub fn matches(&self, name: String) -> bool {
+        self.inner.matches(&name)
+    }
+
+    /// One pod: a field error per refused sysctl.
+    #[napi]
+    pub fn validate(
+        &self,
+        env: Env,
+        names: Vec<String>,
+        values: Vec<String>,
+    ) -> napi::Result<Vec<SysctlFieldError>> {
+        throwing(&env, || {
+            Ok(field_errors(self.inner.validate(pairs(&names, &values)?)))
+        })
+    }
+
+    /// The compiled entries in order, with their detail texts.
+    #[napi]
+    pub fn rules(&self) -> Vec<SysctlPolicyRule> {
+        self.inner
+            .entries()
+            .iter()
+            .map(|e| rule_out(&e.segments, &e.rule))
+            .collect()
+    }
+}
+
+/// A compiled SysctlNamePolicy (alternative 1 of the pod-level sysctl design).
+#[napi(js_name = "SysctlNamePolicyCore")]
+pub struct JsSysctlNamePolicy {
+    inner: SysctlNamePolicy,
+}
+
+#[napi]
+impl JsSysctlNamePolicy {
+    #[napi(constructor)]
+    pub fn new(env: Env, allowed: Vec<String>) -> napi::Result<Self> {
+        throwing(&env, || {
+            let inner =
+                SysctlNamePolicy::new(&allowed).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            Ok(Self { inner })
+        })
+    }
+
+    /// The alpha PodSecurityPolicy annotation form (`a.b,c.*`).
+    #[napi(factory)]
+    pub fn from_annotation(env: Env, value: String) -> napi::Result<Self> {
+        throwing(&env, || {
+            let inner = SysctlNamePolicy::from_annotation(&value)
+                .map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            Ok(Self { inner })
+        })
+    }
+
+    #[napi]
+    pub fn allows(&self, name: String) -> bool {
+        self.inner.allows(&name)
+    }
+
+    /// One pod: null when admitted, else the message for the first refused name.
+    #[napi]
+    pub fn admit(&self, names: Vec<String>) -> Option<String> {
+        self.inner.admit(names.iter().map(String::as_str))
+    }
+
+    /// One pod: a Forbidden field error per refused name.
+    #[napi]
+    pub fn validate(&self, names: Vec<String>) -> Vec<SysctlFieldError> {
+        field_errors(self.inner.validate(names.iter().map(String::as_str)))
+    }
+
+    #[napi]
+    pub fn rules(&self) -> SysctlNamePolicyRules {
+        SysctlNamePolicyRules {
+            all: self.inner.allows_all(),
+            exact: self.inner.exact().to_vec(),
+            prefixes: self.inner.prefixes().to_vec(),
+        }
+    }
+}
