@@ -27,7 +27,11 @@ export const USER_AGENT = 'kubenode-conntrack-reconciler';
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
   families?: IPFamily[];
-  /** Coalesces bursts of changes (default 1000 ms, like kube-proxy's minSyncPeriod). */
+  /**
+   * Least time from the end of one sync to the start of the next (default 1000 ms, kube-proxy's
+   * minSyncPeriod). A change after a quiet period syncs at once; changes within the period are
+   * coalesced into one sync when it ends, as kube-proxy's BoundedFrequencyRunner does.
+   */
   minSyncPeriodMs?: number;
   /** An open handle; default: one opened in this process's network namespace. */
   conntrack?: Conntrack;
@@ -109,6 +113,10 @@ export class StaleFlowReconciler {
   #timer: NodeJS.Timeout | undefined;
   #syncing: Promise<void> | undefined;
   #pending = false;
+  /** When the last sync ended (performance.now()); -Infinity before the first. */
+  #lastSyncEnd = Number.NEGATIVE_INFINITY;
+  /** Events of the initial lists wait for start(): the first sync sees both caches. */
+  #started = false;
   #stopped = false;
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
@@ -167,7 +175,8 @@ export class StaleFlowReconciler {
     // Each informer's own list success resets only its own backoff; a failed first attempt is
     // retried in the background, so start() does not wait for the API server.
     await Promise.all([services.run(), slices.run()]);
-    this.#schedule(0);
+    this.#started = true;
+    this.#schedule();
   }
 
   /** True once both Services and EndpointSlices have been listed (the caches are filled). */
@@ -223,19 +232,26 @@ export class StaleFlowReconciler {
     return [...this.#sliceCache.values()].filter((s) => serviceKey(s) === svc);
   }
 
-  #schedule(delay = this.#opts.minSyncPeriodMs ?? 1000): void {
-    if (this.#stopped) return;
+  /**
+   * Asks for a sync: at once when the last one ended at least minSyncPeriodMs ago, else when
+   * that period is over (upstream's BoundedFrequencyRunner: the bound is from the end of one
+   * run to the start of the next, and requests meanwhile collapse into one run).
+   */
+  #schedule(): void {
+    if (this.#stopped || !this.#started) return;
     if (this.#syncing) {
       this.#pending = true;
       return;
     }
     if (this.#timer) return;
+    const delay = Math.max(0, this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#syncing = this.#sync()
         .catch((e) => this.#report(e))
         .finally(() => {
           this.#syncing = undefined;
+          this.#lastSyncEnd = performance.now();
           if (this.#pending) {
             this.#pending = false;
             this.#schedule();
