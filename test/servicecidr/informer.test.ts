@@ -3,11 +3,11 @@
 import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig, NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
+import { NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { servicecidr } from '../../ts/index.js';
 import { ResilientInformer } from '../../ts/kube/informer.js';
-import { waitFor } from './helpers.js';
+import { loopbackKubeConfig, waitFor } from './helpers.js';
 
 const PATH = '/apis/networking.k8s.io/v1/servicecidrs';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -54,14 +54,7 @@ async function fakeServer() {
         server.close(() => r());
       }),
   );
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'fake', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
-    currentContext: 'c',
-  });
-  return { kc, lists, state };
+  return { kc: loopbackKubeConfig(port), lists, state };
 }
 
 describe('ResilientInformer backoff', () => {

@@ -125,6 +125,8 @@ export class ServiceCIDRController {
   #queue: RateLimitingQueue<string> | undefined;
   #cidrs: ResilientInformer<V1ServiceCIDR> | undefined;
   #ips: ResilientInformer<V1IPAddress> | undefined;
+  /** This term's own writes, until the informer has caught up with them. */
+  #written = new WriteCache();
   #running = false;
 
   constructor(o: ServiceCIDRControllerOptions) {
@@ -193,6 +195,7 @@ export class ServiceCIDRController {
     // and a stale entry would pass for a parent in canDelete.
     const index = new CIDRIndex();
     this.#index = index;
+    this.#written = new WriteCache();
     const queue = new RateLimitingQueue<string>({
       name: QUEUE_NAME,
       metrics: this.#metrics,
@@ -287,7 +290,7 @@ export class ServiceCIDRController {
   }
 
   async #sync(key: string, signal: AbortSignal): Promise<void> {
-    const cidr = this.#cidrs?.get(key);
+    const cidr = this.#written.newest(key, this.#cidrs?.get(key));
     if (!cidr) {
       this.#log.info(4, 'ServiceCIDR no longer exist', { ServiceCIDR: key });
       return;
@@ -391,9 +394,11 @@ export class ServiceCIDRController {
         : { metadata: { '$deleteFromPrimitiveList/finalizers': [SERVICE_CIDR_PROTECTION_FINALIZER] } };
     signal.throwIfAborted();
     try {
-      await this.#api.patchServiceCIDR(
-        { name, body, fieldManager: FIELD_MANAGER },
-        withSignal(signal, patchHeader('StrategicMergePatch')),
+      this.#written.record(
+        await this.#api.patchServiceCIDR(
+          { name, body, fieldManager: FIELD_MANAGER },
+          withSignal(signal, patchHeader('StrategicMergePatch')),
+        ),
       );
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
@@ -422,7 +427,7 @@ export class ServiceCIDRController {
     }
     this.#log.info(2, 'Updating ServiceCIDR condition', { ServiceCIDR: name, condition: c });
     signal.throwIfAborted();
-    await this.#api.patchServiceCIDRStatus(
+    const written = await this.#api.patchServiceCIDRStatus(
       {
         name,
         fieldManager: CONTROLLER_NAME,
@@ -436,6 +441,43 @@ export class ServiceCIDRController {
       },
       withSignal(signal, patchHeader('ServerSideApply')),
     );
+    this.#written.record(written);
+  }
+}
+
+/** An object's resourceVersion as a number (etcd's revision), or undefined. */
+function revision(o: V1ServiceCIDR | undefined): bigint | undefined {
+  const rv = o?.metadata?.resourceVersion;
+  if (!rv || !/^[0-9]+$/.test(rv)) return undefined;
+  return BigInt(rv);
+}
+
+/**
+ * client-go's integer-resourceVersion MutationCache for the objects this controller wrote: a
+ * write's response is newer than the informer's copy until the watch delivers it. Without it,
+ * the requeue caused by the finalizer patch's own watch event can run before the status write
+ * has come back over the watch, see no Ready condition, and apply the status a second time.
+ * The informer's copy wins as soon as it is as new, and a deleted object is not revived.
+ */
+class WriteCache {
+  readonly #objects = new Map<string, V1ServiceCIDR>();
+
+  record(o: V1ServiceCIDR | undefined): void {
+    const name = o?.metadata?.name;
+    if (name && revision(o) !== undefined) this.#objects.set(name, o as V1ServiceCIDR);
+  }
+
+  /** The newer of the informer's copy of `name` and this cache's; undefined once deleted. */
+  newest(name: string, cached: V1ServiceCIDR | undefined): V1ServiceCIDR | undefined {
+    const written = this.#objects.get(name);
+    if (!written) return cached;
+    const w = revision(written);
+    const c = revision(cached);
+    if (!cached || c === undefined || w === undefined || c >= w) {
+      this.#objects.delete(name);
+      return cached;
+    }
+    return written;
   }
 }
 
