@@ -2,7 +2,14 @@
 // protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
 // finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
 // grace period, so allocators have seen the deletion before the range disappears.
-import type { KubeConfig, NetworkingV1Api, V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  KubernetesObject,
+  ListPromise,
+  NetworkingV1Api,
+  V1IPAddress,
+  V1ServiceCIDR,
+} from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
@@ -202,20 +209,13 @@ export class ServiceCIDRController {
       ...(this.#rateLimiter ? { rateLimiter: this.#rateLimiter } : {}),
     });
     this.#queue = queue;
-    const cidrs = new ResilientInformer<V1ServiceCIDR>(
-      this.#kc,
-      '/apis/networking.k8s.io/v1/servicecidrs',
-      () => this.#api.listServiceCIDR(),
-      'ServiceCIDR',
-      this.#log,
-    );
-    const ips = new ResilientInformer<V1IPAddress>(
-      this.#kc,
-      '/apis/networking.k8s.io/v1/ipaddresses',
-      () => this.#api.listIPAddress(),
-      'IPAddress',
-      this.#log,
-    );
+    // Initial state over the watch, as kube-controller-manager's informers take it.
+    const informer = <T extends KubernetesObject>(resource: string, kind: string, list: ListPromise<T>) =>
+      new ResilientInformer<T>(this.#kc, `/apis/networking.k8s.io/v1/${resource}`, list, kind, this.#log, {
+        watchList: true,
+      });
+    const cidrs = informer<V1ServiceCIDR>('servicecidrs', 'ServiceCIDR', () => this.#api.listServiceCIDR());
+    const ips = informer<V1IPAddress>('ipaddresses', 'IPAddress', () => this.#api.listIPAddress());
     this.#cidrs = cidrs;
     this.#ips = ips;
     attachHandlers({ cidrs, ips, index, queue, log: this.#log });

@@ -1,6 +1,8 @@
-// One status write per ServiceCIDR even when the watch lags behind the writes: the controller
-// talks to the real kube-apiserver through a loopback proxy that delays every watch stream
-// (a slow informer, as on a loaded node), and the proxy counts the status writes it forwards.
+// The requests the controller makes, as upstream's: its informers take their initial state
+// over the watch (no LIST), and it writes status once per ServiceCIDR even when the watch lags
+// behind its writes. The controller talks to the real kube-apiserver through a loopback proxy
+// that delays every watch stream (a slow informer, as on a loaded node) and records what it
+// forwards.
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -18,10 +20,12 @@ let api: ApiServer;
 let net: NetworkingV1Api;
 let proxy: Server;
 const statusWrites = new Map<string, number>();
+const requests: string[] = [];
 
 /** Forwards to the API server; each chunk of a watch response goes out WATCH_DELAY_MS late. */
 function forward(req: IncomingMessage, res: ServerResponse): void {
   const url = req.url ?? '/';
+  requests.push(`${req.method} ${url}`);
   const status = /^\/apis\/networking\.k8s\.io\/v1\/servicecidrs\/([^/?]+)\/status/.exec(url);
   if (req.method === 'PATCH' && status?.[1]) {
     statusWrites.set(status[1], (statusWrites.get(status[1]) ?? 0) + 1);
@@ -76,7 +80,7 @@ afterAll(async () => {
   await api?.stop();
 });
 
-it('applies Ready once per ServiceCIDR when its own writes come back over a slow watch', async () => {
+it('takes the initial state over the watch, and applies Ready once per ServiceCIDR despite a slow watch', async () => {
   const names = Array.from({ length: N }, (_, i) => `slow-watch-${i}`);
   for (const [i, name] of names.entries()) await createCIDR(net, name, [`10.210.${i}.0/24`]);
   const { port } = proxy.address() as AddressInfo;
@@ -86,6 +90,15 @@ it('applies Ready once per ServiceCIDR when its own writes come back over a slow
     // Let every write's watch event arrive and be synced.
     await new Promise((r) => setTimeout(r, 6 * WATCH_DELAY_MS));
     expect(names.map((n) => statusWrites.get(n) ?? 0)).toEqual(names.map(() => 1));
+    // One watch per resource, each asking for its initial state; no LIST.
+    const reads = requests.filter((r) => r.startsWith('GET '));
+    expect(reads).toHaveLength(2);
+    for (const resource of ['servicecidrs', 'ipaddresses']) {
+      const watch = reads.find((r) => r.startsWith(`GET /apis/networking.k8s.io/v1/${resource}?`));
+      expect(watch).toMatch(/[?&]watch=true(&|$)/);
+      expect(watch).toMatch(/[?&]sendInitialEvents=true(&|$)/);
+      expect(watch).toMatch(/[?&]resourceVersionMatch=NotOlderThan(&|$)/);
+    }
   } finally {
     await ctl.stop();
   }
