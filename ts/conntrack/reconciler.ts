@@ -1,7 +1,13 @@
 // StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
 // keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
 // (upstream's ConntrackCleanupRequired), per IP family.
-import type { KubeConfig, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  KubernetesObject,
+  ListPromise,
+  V1EndpointSlice,
+  V1Service,
+} from '@kubernetes/client-node';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import {
@@ -147,21 +153,15 @@ export class StaleFlowReconciler {
       onError: (err) => this.#report(err, { resource }),
       onHandlerError: handlerError,
     });
-    const services = new ResilientInformer<V1Service>(
-      this.#kc,
-      '/api/v1/services',
-      () => core.listServiceForAllNamespaces(),
-      'Service',
-      SILENT,
-      options('services'),
+    const informer = <T extends KubernetesObject>(path: string, kind: string, list: ListPromise<T>) =>
+      new ResilientInformer<T>(this.#kc, path, list, kind, SILENT, options(path.split('/').at(-1) ?? path));
+    const services = informer<V1Service>('/api/v1/services', 'Service', () =>
+      core.listServiceForAllNamespaces(),
     );
-    const slices = new ResilientInformer<V1EndpointSlice>(
-      this.#kc,
+    const slices = informer<V1EndpointSlice>(
       '/apis/discovery.k8s.io/v1/endpointslices',
-      () => disc.listEndpointSliceForAllNamespaces(),
       'EndpointSlice',
-      SILENT,
-      options('endpointslices'),
+      () => disc.listEndpointSliceForAllNamespaces(),
     );
     this.#services = services;
     this.#slices = slices;
