@@ -270,6 +270,58 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
       handle.close();
     }
   }, 30_000);
+
+  it('syncs a change after a quiet period at once, and still bounds a burst by minSyncPeriod', async () => {
+    await resetDnsSlice();
+    const MIN = 3000;
+    const handle = await conntrack.Conntrack.open({ netns: ns.path });
+    // When each pass ended (onSync runs at its end).
+    const passes: { end: number }[] = [];
+    const errors: unknown[] = [];
+    const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
+      conntrack: handle,
+      families: ['IPv4'],
+      metrics: null,
+      minSyncPeriodMs: MIN,
+      onSync: () => passes.push({ end: performance.now() }),
+      onError: (e) => errors.push(e),
+    });
+    const setEndpoints = (ips: string[]) =>
+      updateSlice('dns-1', (s) => {
+        s.endpoints = ips.map((ip) => ep(ip));
+      });
+    try {
+      const started = performance.now();
+      await r.start();
+      // The first sync does not wait for the period either.
+      await waitUntil('the first pass', () => passes.length >= 1);
+      expect((passes[0]?.end ?? Number.NaN) - started).toBeLessThan(MIN - 1000);
+      // A quiet period longer than MIN, then one change: it syncs without waiting MIN.
+      await sleep(MIN + 500);
+      const changed = performance.now();
+      await setEndpoints([EP[0] as string, EP[1] as string]);
+      await waitUntil('the pass after the change', () => passes.length >= 2);
+      expect((passes[1]?.end ?? Number.NaN) - changed).toBeLessThan(MIN - 1000);
+      // A burst right after that pass: three changes, one pass for all of them, and it starts
+      // no earlier than MIN after the previous pass ended.
+      const burst = performance.now();
+      await setEndpoints([EP[0] as string]);
+      await sleep(300);
+      await setEndpoints([EP[0] as string, EP[2] as string]);
+      await sleep(300);
+      await setEndpoints([EP[2] as string]);
+      await waitUntil('the pass after the burst', () => passes.length >= 3, 20_000);
+      await sleep(MIN + 500);
+      await r.flush();
+      expect(passes).toHaveLength(3);
+      expect((passes[2]?.end ?? Number.NaN) - (passes[1]?.end ?? Number.NaN)).toBeGreaterThanOrEqual(MIN);
+      expect((passes[2]?.end ?? Number.NaN) - burst).toBeLessThan(MIN + 2000);
+    } finally {
+      await r.stop();
+      handle.close();
+    }
+    expect(errors).toEqual([]);
+  }, 60_000);
 });
 
 describe('kubenode conntrack reconcile', () => {

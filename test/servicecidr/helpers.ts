@@ -1,6 +1,18 @@
 // Shared helpers for the ServiceCIDR controller tests against the real API server.
-import { CoreV1Api, type KubeConfig, NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
 import { servicecidr } from '../../ts/index.js';
+
+/** A kubeconfig for a plain-HTTP server on loopback (a test server or proxy), no credentials. */
+export function loopbackKubeConfig(port: number): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'loopback', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'c', cluster: 'loopback', user: 'u' }],
+    currentContext: 'c',
+  });
+  return kc;
+}
 
 export function apis(kc: KubeConfig) {
   return { net: kc.makeApiClient(NetworkingV1Api), core: kc.makeApiClient(CoreV1Api) };

@@ -3,11 +3,11 @@
 import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig, NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
+import { type KubeConfig, NetworkingV1Api, type V1ServiceCIDR } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { servicecidr } from '../../ts/index.js';
-import { ResilientInformer } from '../../ts/kube/informer.js';
-import { waitFor } from './helpers.js';
+import { type InformerOptions, ResilientInformer } from '../../ts/kube/informer.js';
+import { loopbackKubeConfig, waitFor } from './helpers.js';
 
 const PATH = '/apis/networking.k8s.io/v1/servicecidrs';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -15,12 +15,20 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function fakeServer() {
+async function fakeServer(healthy = false) {
   const lists: number[] = [];
   const watches: ServerResponse[] = [];
-  const state = { healthy: false };
+  const watchUrls: string[] = [];
+  const state = { healthy };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
+    if (url.searchParams.has('watch')) watchUrls.push(url.search);
+    // A server without watch-list refuses its parameters.
+    if (url.searchParams.has('sendInitialEvents')) {
+      res.writeHead(422, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 422 }));
+      return;
+    }
     if (url.pathname !== PATH || !state.healthy) {
       if (!url.searchParams.has('watch')) lists.push(performance.now());
       res.writeHead(500, { 'content-type': 'application/json' });
@@ -54,27 +62,25 @@ async function fakeServer() {
         server.close(() => r());
       }),
   );
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'fake', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-    users: [{ name: 'u' }],
-    contexts: [{ name: 'c', cluster: 'fake', user: 'u' }],
-    currentContext: 'c',
-  });
-  return { kc, lists, state };
+  return { kc: loopbackKubeConfig(port), lists, watchUrls, state };
+}
+
+function cidrInformer(kc: KubeConfig, options?: InformerOptions): ResilientInformer<V1ServiceCIDR> {
+  const net = kc.makeApiClient(NetworkingV1Api);
+  return new ResilientInformer<V1ServiceCIDR>(
+    kc,
+    PATH,
+    () => net.listServiceCIDR(),
+    'ServiceCIDR',
+    servicecidr.silentLogger,
+    options,
+  );
 }
 
 describe('ResilientInformer backoff', () => {
   it('grows 500 ms, 1 s, 2 s… while the server fails, and resets once a list succeeds', async () => {
     const { kc, lists, state } = await fakeServer();
-    const net = kc.makeApiClient(NetworkingV1Api);
-    const inf = new ResilientInformer<V1ServiceCIDR>(
-      kc,
-      PATH,
-      () => net.listServiceCIDR(),
-      'ServiceCIDR',
-      servicecidr.silentLogger,
-    );
+    const inf = cidrInformer(kc);
     cleanups.push(() => inf.stop());
     const synced = inf.start();
     await new Promise((r) => setTimeout(r, 4200));
@@ -92,5 +98,18 @@ describe('ResilientInformer backoff', () => {
     await synced;
     expect(inf.hasSynced).toBe(true);
     await waitFor('backoff reset', async () => inf.backoffMs === 0, 10_000, 20);
+  }, 30_000);
+
+  it('with watchList, a server that refuses the initial events over the watch gets a LIST', async () => {
+    const { kc, lists, watchUrls } = await fakeServer(true);
+    const inf = cidrInformer(kc, { watchList: true });
+    cleanups.push(() => inf.stop());
+    await inf.start();
+    expect(inf.hasSynced).toBe(true);
+    expect(lists).toHaveLength(1);
+    await waitFor('the watch', async () => watchUrls.length === 2, 5000, 20);
+    expect(watchUrls[0]).toContain('sendInitialEvents=true');
+    expect(watchUrls[1]).toContain('resourceVersion=7');
+    expect(watchUrls[1]).not.toContain('sendInitialEvents');
   }, 30_000);
 });

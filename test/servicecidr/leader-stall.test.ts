@@ -1,7 +1,8 @@
 // A leader whose connections to the apiserver stall must stop acting within its renew
 // deadline, before another candidate can take the lease, and must not let a write it had in
 // flight land afterwards. The leader talks to the real kube-apiserver through a loopback TCP
-// proxy that can hold new connections; the second candidate talks to it directly.
+// proxy that can hold what clients send, on new and on kept-alive connections alike; the
+// second candidate talks to it directly.
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { CoordinationV1Api, KubeConfig, type NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,8 +23,9 @@ afterAll(async () => {
 
 /**
  * Forwards loopback TCP to the apiserver. `stall(ms)` holds every connection accepted during
- * the next `ms` until that time is up; one its client closed meanwhile is dropped unsent, like
- * a request that never got through.
+ * the next `ms`, and what clients send on established ones, until that time is up (answers and
+ * watch events still flow); a connection its client closed meanwhile is dropped unsent, like a
+ * request that never got through.
  */
 class StallingProxy {
   readonly #server: Server;
@@ -54,7 +56,20 @@ class StallingProxy {
         client.on('close', () => upstream.destroy());
         client.off('data', hold);
         for (const c of held) upstream.write(c);
-        client.pipe(upstream);
+        const later: Buffer[] = [];
+        const release = () => {
+          if (client.destroyed) return;
+          for (const c of later.splice(0)) upstream.write(c);
+        };
+        client.on('data', (c: Buffer) => {
+          const wait = this.#stallUntil - Date.now();
+          if (wait <= 0 && later.length === 0) {
+            upstream.write(c);
+            return;
+          }
+          if (later.push(c) === 1) setTimeout(release, Math.max(0, wait));
+        });
+        client.on('end', () => upstream.end());
         upstream.pipe(client);
       };
       const wait = this.#stallUntil - Date.now();

@@ -2,7 +2,13 @@
 // keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
 // (upstream's ConntrackCleanupRequired), per IP family.
 import { performance } from 'node:perf_hooks';
-import type { KubeConfig, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  KubernetesObject,
+  ListPromise,
+  V1EndpointSlice,
+  V1Service,
+} from '@kubernetes/client-node';
 import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import {
@@ -28,7 +34,11 @@ export const USER_AGENT = 'kubenode-conntrack-reconciler';
 export interface ReconcilerOptions {
   /** Families to reconcile (default both). */
   families?: IPFamily[];
-  /** Coalesces bursts of changes (default 1000 ms, like kube-proxy's minSyncPeriod). */
+  /**
+   * Least time from the end of one sync to the start of the next (default 1000 ms, kube-proxy's
+   * minSyncPeriod). A change after a quiet period syncs at once; changes within the period are
+   * coalesced into one sync when it ends, as kube-proxy's BoundedFrequencyRunner does.
+   */
   minSyncPeriodMs?: number;
   /** An open handle; default: one opened in this process's network namespace. */
   conntrack?: Conntrack;
@@ -116,6 +126,10 @@ export class StaleFlowReconciler {
   #timer: NodeJS.Timeout | undefined;
   #syncing: Promise<void> | undefined;
   #pending = false;
+  /** When the last sync ended (performance.now()); -Infinity before the first. */
+  #lastSyncEnd = Number.NEGATIVE_INFINITY;
+  /** Events of the initial lists wait for start(): the first sync sees both caches. */
+  #started = false;
   #stopped = false;
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
@@ -149,21 +163,15 @@ export class StaleFlowReconciler {
       onError: (err) => this.#report(err, { resource }),
       onHandlerError: handlerError,
     });
-    const services = new ResilientInformer<V1Service>(
-      this.#kc,
-      '/api/v1/services',
-      () => core.listServiceForAllNamespaces(),
-      'Service',
-      SILENT,
-      options('services'),
+    const informer = <T extends KubernetesObject>(path: string, kind: string, list: ListPromise<T>) =>
+      new ResilientInformer<T>(this.#kc, path, list, kind, SILENT, options(path.split('/').at(-1) ?? path));
+    const services = informer<V1Service>('/api/v1/services', 'Service', () =>
+      core.listServiceForAllNamespaces(),
     );
-    const slices = new ResilientInformer<V1EndpointSlice>(
-      this.#kc,
+    const slices = informer<V1EndpointSlice>(
       '/apis/discovery.k8s.io/v1/endpointslices',
-      () => disc.listEndpointSliceForAllNamespaces(),
       'EndpointSlice',
-      SILENT,
-      options('endpointslices'),
+      () => disc.listEndpointSliceForAllNamespaces(),
     );
     this.#services = services;
     this.#slices = slices;
@@ -177,9 +185,10 @@ export class StaleFlowReconciler {
     // Each informer's own list success resets only its own backoff; a failed first attempt is
     // retried in the background, so start() does not wait for the API server.
     await Promise.all([services.run(), slices.run()]);
-    this.#schedule(0);
+    this.#started = true;
+    this.#schedule();
     // The periodic full pass; unref'd so it never keeps the process alive.
-    this.#resync = setInterval(() => this.#schedule(0), this.#fullResyncPeriodMs()).unref();
+    this.#resync = setInterval(() => this.#schedule(), this.#fullResyncPeriodMs()).unref();
   }
 
   #fullResyncPeriodMs(): number {
@@ -239,19 +248,26 @@ export class StaleFlowReconciler {
     return [...this.#sliceCache.values()].filter((s) => serviceKey(s) === svc);
   }
 
-  #schedule(delay = this.#opts.minSyncPeriodMs ?? 1000): void {
-    if (this.#stopped) return;
+  /**
+   * Asks for a sync: at once when the last one ended at least minSyncPeriodMs ago, else when
+   * that period is over (upstream's BoundedFrequencyRunner: the bound is from the end of one
+   * run to the start of the next, and requests meanwhile collapse into one run).
+   */
+  #schedule(): void {
+    if (this.#stopped || !this.#started) return;
     if (this.#syncing) {
       this.#pending = true;
       return;
     }
     if (this.#timer) return;
+    const delay = Math.max(0, this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#syncing = this.#sync()
         .catch((e) => this.#report(e))
         .finally(() => {
           this.#syncing = undefined;
+          this.#lastSyncEnd = performance.now();
           if (this.#pending) {
             this.#pending = false;
             this.#schedule();

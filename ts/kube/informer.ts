@@ -14,6 +14,7 @@ import type {
   ObjectCache,
 } from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
+import { WatchListSource } from './watch-list.js';
 
 /** Pauses between restarts of a failed watch: doubling from `initialMs` up to `maxMs`, with jitter. */
 export interface WatchBackoff {
@@ -47,6 +48,11 @@ export interface InformerOptions {
   onError?: (err: unknown, backoffMs: number) => void;
   /** A handler that threw (default: logged as an error). The watch goes on either way. */
   onHandlerError?: (err: unknown, event: 'add' | 'update' | 'delete') => void;
+  /**
+   * Take the initial state over the watch (`sendInitialEvents=true`) instead of a LIST, as
+   * client-go's WatchListClient does; a server that refuses it gets the LIST (default false).
+   */
+  watchList?: boolean;
 }
 
 const isAbort = (err: unknown): boolean =>
@@ -54,6 +60,7 @@ const isAbort = (err: unknown): boolean =>
 
 export class ResilientInformer<T extends KubernetesObject> {
   readonly #inf: Informer<T> & ObjectCache<T>;
+  readonly #source: WatchListSource<T> | undefined;
   readonly #kind: string;
   readonly #log: InformerLog;
   readonly #opts: InformerOptions;
@@ -79,13 +86,23 @@ export class ResilientInformer<T extends KubernetesObject> {
     log: InformerLog,
     options: InformerOptions = {},
   ) {
+    const source = options.watchList ? new WatchListSource<T>(kubeConfig, path, list) : undefined;
+    this.#source = source;
     const listed: ListPromise<T> = async () => {
-      const r = await list();
+      const r = await (source ? source.list() : list());
       this.#listed = true;
       this.#healthy();
       return r;
     };
-    this.#inf = clientNode().makeInformer<T>(kubeConfig, path, listed);
+    const { ListWatch, makeInformer } = clientNode();
+    this.#inf = source
+      ? new ListWatch<T>(
+          path,
+          source.watch as unknown as ConstructorParameters<typeof ListWatch>[1],
+          listed,
+          false,
+        )
+      : makeInformer<T>(kubeConfig, path, listed);
     this.#kind = kind;
     this.#log = log;
     this.#opts = options;
@@ -223,6 +240,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     for (const w of this.#syncWaiters.splice(0)) w();
+    this.#source?.abort();
     await this.#inf.stop();
   }
 }

@@ -2,7 +2,14 @@
 // protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
 // finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
 // grace period, so allocators have seen the deletion before the range disappears.
-import type { KubeConfig, NetworkingV1Api, V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  KubernetesObject,
+  ListPromise,
+  NetworkingV1Api,
+  V1IPAddress,
+  V1ServiceCIDR,
+} from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
@@ -101,6 +108,8 @@ export class ServiceCIDRController {
   #queue: RateLimitingQueue<string> | undefined;
   #cidrs: ResilientInformer<V1ServiceCIDR> | undefined;
   #ips: ResilientInformer<V1IPAddress> | undefined;
+  /** This term's own writes, until the informer has caught up with them. */
+  #written = new WriteCache();
   #running = false;
 
   constructor(o: ServiceCIDRControllerOptions) {
@@ -169,26 +178,20 @@ export class ServiceCIDRController {
     // and a stale entry would pass for a parent in canDelete.
     const index = new CIDRIndex();
     this.#index = index;
+    this.#written = new WriteCache();
     const queue = new RateLimitingQueue<string>({
       name: QUEUE_NAME,
       metrics: this.#metrics,
       ...(this.#rateLimiter ? { rateLimiter: this.#rateLimiter } : {}),
     });
     this.#queue = queue;
-    const cidrs = new ResilientInformer<V1ServiceCIDR>(
-      this.#kc,
-      '/apis/networking.k8s.io/v1/servicecidrs',
-      () => this.#api.listServiceCIDR(),
-      'ServiceCIDR',
-      this.#log,
-    );
-    const ips = new ResilientInformer<V1IPAddress>(
-      this.#kc,
-      '/apis/networking.k8s.io/v1/ipaddresses',
-      () => this.#api.listIPAddress(),
-      'IPAddress',
-      this.#log,
-    );
+    // Initial state over the watch, as kube-controller-manager's informers take it.
+    const informer = <T extends KubernetesObject>(resource: string, kind: string, list: ListPromise<T>) =>
+      new ResilientInformer<T>(this.#kc, `/apis/networking.k8s.io/v1/${resource}`, list, kind, this.#log, {
+        watchList: true,
+      });
+    const cidrs = informer<V1ServiceCIDR>('servicecidrs', 'ServiceCIDR', () => this.#api.listServiceCIDR());
+    const ips = informer<V1IPAddress>('ipaddresses', 'IPAddress', () => this.#api.listIPAddress());
     this.#cidrs = cidrs;
     this.#ips = ips;
     attachHandlers({ cidrs, ips, index, queue, log: this.#log });
@@ -263,7 +266,7 @@ export class ServiceCIDRController {
   }
 
   async #sync(key: string, signal: AbortSignal): Promise<void> {
-    const cidr = this.#cidrs?.get(key);
+    const cidr = this.#written.newest(key, this.#cidrs?.get(key));
     if (!cidr) {
       this.#log.info(4, 'ServiceCIDR no longer exist', { ServiceCIDR: key });
       return;
@@ -367,9 +370,11 @@ export class ServiceCIDRController {
         : { metadata: { '$deleteFromPrimitiveList/finalizers': [SERVICE_CIDR_PROTECTION_FINALIZER] } };
     signal.throwIfAborted();
     try {
-      await this.#api.patchServiceCIDR(
-        { name, body, fieldManager: FIELD_MANAGER },
-        withSignal(signal, patchHeader('StrategicMergePatch')),
+      this.#written.record(
+        await this.#api.patchServiceCIDR(
+          { name, body, fieldManager: FIELD_MANAGER },
+          withSignal(signal, patchHeader('StrategicMergePatch')),
+        ),
       );
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
@@ -398,7 +403,7 @@ export class ServiceCIDRController {
     }
     this.#log.info(2, 'Updating ServiceCIDR condition', { ServiceCIDR: name, condition: c });
     signal.throwIfAborted();
-    await this.#api.patchServiceCIDRStatus(
+    const written = await this.#api.patchServiceCIDRStatus(
       {
         name,
         fieldManager: CONTROLLER_NAME,
@@ -412,6 +417,43 @@ export class ServiceCIDRController {
       },
       withSignal(signal, patchHeader('ServerSideApply')),
     );
+    this.#written.record(written);
+  }
+}
+
+/** An object's resourceVersion as a number (etcd's revision), or undefined. */
+function revision(o: V1ServiceCIDR | undefined): bigint | undefined {
+  const rv = o?.metadata?.resourceVersion;
+  if (!rv || !/^[0-9]+$/.test(rv)) return undefined;
+  return BigInt(rv);
+}
+
+/**
+ * client-go's integer-resourceVersion MutationCache for the objects this controller wrote: a
+ * write's response is newer than the informer's copy until the watch delivers it. Without it,
+ * the requeue caused by the finalizer patch's own watch event can run before the status write
+ * has come back over the watch, see no Ready condition, and apply the status a second time.
+ * The informer's copy wins as soon as it is as new, and a deleted object is not revived.
+ */
+class WriteCache {
+  readonly #objects = new Map<string, V1ServiceCIDR>();
+
+  record(o: V1ServiceCIDR | undefined): void {
+    const name = o?.metadata?.name;
+    if (name && revision(o) !== undefined) this.#objects.set(name, o as V1ServiceCIDR);
+  }
+
+  /** The newer of the informer's copy of `name` and this cache's; undefined once deleted. */
+  newest(name: string, cached: V1ServiceCIDR | undefined): V1ServiceCIDR | undefined {
+    const written = this.#objects.get(name);
+    if (!written) return cached;
+    const w = revision(written);
+    const c = revision(cached);
+    if (!cached || c === undefined || w === undefined || c >= w) {
+      this.#objects.delete(name);
+      return cached;
+    }
+    return written;
   }
 }
 
