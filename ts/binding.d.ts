@@ -179,11 +179,15 @@ export type JsSysctlSafeSet = SysctlSafeSet
 
 /** One user-namespace manager (empty until `open`). */
 export declare class UsernsCore {
-  constructor()
+  /** `deliver` receives the outcomes of submitted calls, in submission order, in batches. */
+  constructor(deliver: (arg: Array<UsernsOutcome>) => void)
+  /**
+   * Queues per-pod calls after every call queued before; their outcomes reach `deliver` in
+   * this order, each after its own call has run (files written and synced).
+   */
+  submit(calls: Array<UsernsPodCall>): void
   /** Checks the configuration, takes the lock and restores every pod's file. */
   open(config: UsernsConfig): Promise<UsernsOutcome>
-  getOrCreate(podUid: string): Promise<UsernsOutcome>
-  release(podUid: string): Promise<UsernsOutcome>
   /** One outcome per pod, in order. */
   getOrCreateMany(podUids: Array<string>): Promise<UsernsOutcome[]>
   releaseMany(podUids: Array<string>): Promise<UsernsOutcome>
@@ -819,6 +823,12 @@ export interface UsernsOutcome {
 
 /** Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text. */
 export declare function usernsParseFile(content: Uint8Array): Array<number>
+
+/** One per-pod call: `getOrCreate`, or `release` when `release` is true. */
+export interface UsernsPodCall {
+  podUid: string
+  release: boolean
+}
 
 /** Kubelet config validation of `userNamespaces.idsPerPod`. */
 export declare function usernsValidateIdsPerPod(v: number): number

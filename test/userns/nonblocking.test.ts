@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { userns } from '../../ts/index.js';
-import { native } from '../../ts/native.js';
+import { PodCalls } from '../../ts/userns/calls.js';
 
 const L = 65536;
 const N = 3000;
 const dirs: string[] = [];
-const cores: InstanceType<typeof native.UsernsCore>[] = [];
+const cores: PodCalls['core'][] = [];
 afterEach(() => {
   for (const c of cores.splice(0)) c.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -25,13 +25,16 @@ function podsDir(): string {
   return pods;
 }
 
-async function openCore(dir: string) {
-  const core = new native.UsernsCore();
+async function openCalls(dir: string) {
+  const calls = new PodCalls();
+  const core = calls.core;
   cores.push(core);
   const o = await core.open({ podsDir: dir, idsPerPod: L, firstId: L, length: L * (N + 10), maxPods: 110 });
   expect(o.error ?? null).toBeNull();
-  return core;
+  return calls;
 }
+
+const openCore = async (dir: string) => (await openCalls(dir)).core;
 
 /** Busy-waits (on the JS thread, as an embedder's sync code would) until the batch has begun. */
 function waitForFirstPod(dir: string) {
@@ -46,8 +49,9 @@ const podCount = (dir: string) => readdirSync(dir).filter((n) => n.startsWith('p
 describe('UsernsCore from the JS thread while a task runs', () => {
   it('allocations() and isOpen answer at once, from the last finished call', async () => {
     const dir = podsDir();
-    const core = await openCore(dir);
-    expect((await core.getOrCreate('first')).error ?? null).toBeNull();
+    const calls = await openCalls(dir);
+    const core = calls.core;
+    expect((await calls.run('first', false)).error ?? null).toBeNull();
     const batch = core.getOrCreateMany(Array.from({ length: N }, (_, i) => `p${i}`));
     waitForFirstPod(dir);
     const allocs = core.allocations();
@@ -66,14 +70,15 @@ describe('UsernsCore from the JS thread while a task runs', () => {
 
   it('close() returns at once, drops the manager when the running task ends, and wins over later calls', async () => {
     const dir = podsDir();
-    const core = await openCore(dir);
+    const calls = await openCalls(dir);
+    const core = calls.core;
     const batch = core.getOrCreateMany(Array.from({ length: N }, (_, i) => `p${i}`));
     waitForFirstPod(dir);
     core.close();
     expect(podCount(dir)).toBeLessThan(N);
     expect(core.isOpen).toBe(false);
     expect(core.allocations()).toEqual([]);
-    const late = core.getOrCreate('late');
+    const late = calls.run('late', false);
     // The running batch completes; the call issued after close() sees a closed manager.
     expect((await batch).filter((o) => o.error)).toEqual([]);
     expect((await late).error?.message).toBe('the user namespace manager is not open');

@@ -1,7 +1,8 @@
 // The kubelet's user-namespace manager (pkg/kubelet/userns). Allocation state, files, restore
 // and cleanup live in Rust (kubenode-userns); this class resolves configuration, applies the
 // checks upstream makes before taking its lock (feature gate, hostUsers, runtime handler), and
-// turns results into CRI `UserNamespace` messages. One native call per operation.
+// turns results into CRI `UserNamespace` messages. Per-pod calls are coalesced (./calls.ts);
+// every other operation is one native call.
 import type { UsernsCore, UsernsOutcome } from '../binding.js';
 import {
   assertInteger,
@@ -15,6 +16,7 @@ import {
 } from '../errors.js';
 import type { PodLike } from '../kube/types.js';
 import { native } from '../native.js';
+import { PodCalls } from './calls.js';
 import { UsernsError } from './errors.js';
 import { type IdPool, resolveKubeletMappings } from './subids.js';
 
@@ -96,6 +98,15 @@ export interface UserNsManagerOptions {
   seed?: number;
 }
 
+function unsupportedHandler(handler: string, cause: unknown): UsernsError {
+  let msg =
+    handler === ''
+      ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+      : `can't set \`spec.hostUsers: false\`, RuntimeClass handler "${handler}" does not support user namespaces`;
+  if (cause !== null) msg += `: ${cause instanceof Error ? cause.message : String(cause)}`;
+  return new UsernsError('ERR_KUBENODE_UNSUPPORTED', 'unsupported', msg, { cause });
+}
+
 function podUidOf(pod: PodLike): string {
   const uid = pod.metadata?.uid;
   if (typeof uid !== 'string') {
@@ -126,11 +137,12 @@ export class UserNsManager {
   /** Temp files of ours a crash had left behind, removed at creation. */
   readonly staleTempFilesRemoved: number;
   readonly #core: UsernsCore | null;
+  readonly #calls: PodCalls | null;
   readonly #handlerSupport: HandlerSupport;
 
   private constructor(
     opts: Required<Pick<UserNsManagerOptions, 'podsDir' | 'idsPerPod' | 'maxPods'>>,
-    core: UsernsCore | null,
+    calls: PodCalls | null,
     pool: IdPool | null,
     handlerSupport: HandlerSupport,
     outcome: UsernsOutcome | null,
@@ -138,9 +150,10 @@ export class UserNsManager {
     this.podsDir = opts.podsDir;
     this.idsPerPod = opts.idsPerPod;
     this.maxPods = opts.maxPods;
-    this.enabled = core !== null;
+    this.enabled = calls !== null;
     this.pool = pool;
-    this.#core = core;
+    this.#calls = calls;
+    this.#core = calls?.core ?? null;
     this.#handlerSupport = handlerSupport;
     this.restored = outcome?.restored ?? 0;
     this.staleTempFilesRemoved = outcome?.staleTempFilesRemoved ?? 0;
@@ -192,7 +205,8 @@ export class UserNsManager {
       }
     }
     if (options.seed !== undefined) assertInteger('seed', options.seed);
-    const core = new native.UsernsCore();
+    const calls = callNative(() => new PodCalls());
+    const core = calls.core;
     const outcome = outcomeOrThrow(
       await awaitNative(
         callNative(() =>
@@ -208,25 +222,31 @@ export class UserNsManager {
         ),
       ),
     );
-    return new UserNsManager(base, core, pool, handlerSupport, outcome);
+    return new UserNsManager(base, calls, pool, handlerSupport, outcome);
   }
 
-  async #handlerSupports(handler: string): Promise<void> {
-    let supported = false;
-    let cause: unknown = null;
+  /** The runtime handler check: null when it passed at once, a promise when the lookup is
+   * async; throws (or the promise rejects) when the handler does not support user namespaces. */
+  #handlerGate(handler: string): Promise<void> | null {
+    const h = this.#handlerSupport;
+    let v: unknown;
     try {
-      const h = this.#handlerSupport;
-      supported = typeof h === 'function' ? await h(handler) : h;
+      v = typeof h === 'function' ? h(handler) : h;
     } catch (e) {
-      cause = e;
+      throw unsupportedHandler(handler, e);
     }
-    if (cause === null && supported === true) return;
-    let msg =
-      handler === ''
-        ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
-        : `can't set \`spec.hostUsers: false\`, RuntimeClass handler "${handler}" does not support user namespaces`;
-    if (cause !== null) msg += `: ${cause instanceof Error ? cause.message : String(cause)}`;
-    throw new UsernsError('ERR_KUBENODE_UNSUPPORTED', 'unsupported', msg, { cause });
+    if (v === true) return null;
+    if (v !== null && typeof v === 'object' && typeof (v as PromiseLike<unknown>).then === 'function') {
+      return Promise.resolve(v as PromiseLike<unknown>).then(
+        (s) => {
+          if (s !== true) throw unsupportedHandler(handler, null);
+        },
+        (e: unknown) => {
+          throw unsupportedHandler(handler, e);
+        },
+      );
+    }
+    throw unsupportedHandler(handler, null);
   }
 
   /** The checks upstream makes before taking its lock: the answer when no range is needed,
@@ -256,9 +276,10 @@ export class UserNsManager {
     assertString('runtimeHandler', runtimeHandler);
     const pre = this.#precheck(pod);
     if (pre === null || !('uid' in pre)) return pre;
-    await this.#handlerSupports(runtimeHandler);
-    const core = this.#core as UsernsCore;
-    const o = outcomeOrThrow(await awaitNative(core.getOrCreate(pre.uid)));
+    // Placed in call order now, so that a release called after it runs after it; it runs once
+    // the handler check has passed.
+    const gate = this.#handlerGate(runtimeHandler);
+    const o = outcomeOrThrow(await (this.#calls as PodCalls).run(pre.uid, false, gate));
     return { mode: 'POD', uids: o.uids, gids: o.gids };
   }
 
@@ -286,7 +307,7 @@ export class UserNsManager {
     }
     if (pending.length === 0) return out;
     try {
-      await this.#handlerSupports(runtimeHandler);
+      await this.#handlerGate(runtimeHandler);
     } catch (reason) {
       for (const [i] of pending) out[i] = { status: 'rejected', reason };
       return out;
@@ -307,8 +328,8 @@ export class UserNsManager {
   /** `Release`: frees the pod's range and removes its file; unknown pods are a no-op. */
   async release(podUid: string): Promise<void> {
     assertString('podUid', podUid);
-    if (!this.#core) return;
-    outcomeOrThrow(await awaitNative(this.#core.release(podUid)));
+    if (!this.#calls) return;
+    outcomeOrThrow(await this.#calls.run(podUid, true));
   }
 
   /** `Release` for several pods in one native task (in order; unknown pods are a no-op). */

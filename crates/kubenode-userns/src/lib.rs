@@ -2,6 +2,7 @@
 //! bitmap: per-pod ID ranges, the kubelet's `<pods>/<uid>/userns` file written atomically and
 //! durably, restore on start, release, orphan cleanup, plus a kernel check of a mapping.
 
+pub mod call_queue;
 pub mod config;
 mod error;
 pub mod fsio;
@@ -10,6 +11,7 @@ mod manager;
 mod shared;
 pub mod verify;
 
+pub use call_queue::CallQueue;
 pub use config::{Config, Layout};
 pub use error::{Error, ErrorKind, Result};
 pub use json::{IdMapping, UserNamespace};
@@ -17,5 +19,5 @@ pub use manager::{
     list_mappings, parse_file, read_pod_mapping, Allocation, ListedPod, Manager, Options,
     RestoreStats, RANGE_SPEC,
 };
-pub use shared::{not_open, OpenTicket, SharedManager};
+pub use shared::{not_open, CallResult, OpenTicket, PodCall, SharedManager};
 pub use verify::{verify_mapping, VerifyReport};

@@ -38,8 +38,27 @@ struct Mirror {
 enum Touched<'a> {
     Pod(&'a str),
     Pods(&'a [String]),
+    Calls(&'a [PodCall]),
     All,
 }
+
+/// One per-pod call, as callers make them one at a time; a batch of them runs as one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodCall {
+    GetOrCreate(String),
+    Release(String),
+}
+
+impl PodCall {
+    pub fn pod(&self) -> &str {
+        match self {
+            Self::GetOrCreate(p) | Self::Release(p) => p,
+        }
+    }
+}
+
+/// A call's own result: the mappings of a `GetOrCreate`, nothing for a `Release`.
+pub type CallResult = Result<Option<UserNamespace>>;
 
 #[derive(Debug, Default)]
 pub struct SharedManager {
@@ -129,6 +148,26 @@ impl SharedManager {
                 m.release(pod);
             }
         })
+    }
+
+    /// Runs the calls in order under one lock, each with its own result: the same as one call
+    /// after the other (a release after a get-or-create of the same pod releases it), and a
+    /// failing call leaves the others as they would be without it. Each get-or-create has its
+    /// file durably written (fsyncs included) before this returns.
+    pub fn run_calls(&self, calls: &[PodCall]) -> Vec<CallResult> {
+        self.with_open(Touched::Calls(calls), |m| {
+            calls
+                .iter()
+                .map(|c| match c {
+                    PodCall::GetOrCreate(p) => m.get_or_create(p).map(Some),
+                    PodCall::Release(p) => {
+                        m.release(p);
+                        Ok(None)
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_else(|e| calls.iter().map(|_| Err(e.clone())).collect())
     }
 
     pub fn cleanup(&self, pods: &[String], running: &[String]) -> Result<()> {
@@ -226,6 +265,7 @@ impl SharedManager {
         match touched {
             Touched::Pod(p) => self.sync_pods(m, std::iter::once(p)),
             Touched::Pods(ps) => self.sync_pods(m, ps.iter().map(String::as_str)),
+            Touched::Calls(cs) => self.sync_pods(m, cs.iter().map(PodCall::pod)),
             Touched::All => self.sync_all(m),
         }
     }
@@ -432,11 +472,21 @@ mod tests {
             let some: Vec<String> = (0..next(4))
                 .map(|_| names[next(names.len())].to_string())
                 .collect();
-            match next(6) {
+            match next(7) {
                 0 | 1 => drop(s.get_or_create(pod)),
                 2 => drop(s.get_or_create_many(&some)),
                 3 => s.release(pod).unwrap(),
                 4 => s.release_many(&some).unwrap(),
+                5 => {
+                    let calls: Vec<PodCall> = some
+                        .iter()
+                        .map(|p| match next(2) {
+                            0 => PodCall::GetOrCreate(p.clone()),
+                            _ => PodCall::Release(p.clone()),
+                        })
+                        .collect();
+                    drop(s.run_calls(&calls));
+                }
                 _ => {
                     // A pod directory removed behind the manager's back, then a cleanup that
                     // keeps `some` and releases the rest.

@@ -27,6 +27,9 @@
 //	                     first, and at the end only the cycled pods'
 //	                     folders are removed: the state of 65,000 pods is
 //	                     then made once and shared by several runs.
+//	                     With -concurrent, one goroutine per pod calls
+//	                     GetOrCreateUserNamespaceMappings, all started at
+//	                     once, then one goroutine per pod calls Release.
 //
 // -dir selects the filesystem for getorcreate-release: a fresh folder is
 // created inside it (default: the system temp folder) and removed at the end.
@@ -38,6 +41,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -95,6 +99,7 @@ func main() {
 	pods := flag.Int("pods", 110, "pods per getorcreate-release sample (1..65535)")
 	held := flag.Int("held", 0, "pods already holding ranges (restored at start) in getorcreate-release")
 	podsDir := flag.String("podsdir", "", "existing pods folder to use as it is (instead of a fresh one in -dir)")
+	concurrent := flag.Bool("concurrent", false, "getorcreate-release: one goroutine per pod, all started at once (creates, then releases)")
 	flag.Parse()
 	f.Check()
 	if *pods < 1 || *held < 0 || *pods+*held > bitmapSlots {
@@ -103,7 +108,7 @@ func main() {
 
 	allocNearFull(f)
 	if f.Want("getorcreate-release") {
-		getOrCreateRelease(f, *dir, *podsDir, *pods, *held)
+		getOrCreateRelease(f, *dir, *podsDir, *pods, *held, *concurrent)
 	}
 	f.Done()
 }
@@ -177,7 +182,7 @@ func writeHeld(root string, held int) {
 	syscall.Sync()
 }
 
-func getOrCreateRelease(f *benchfmt.Flags, parent, podsDir string, n, held int) {
+func getOrCreateRelease(f *benchfmt.Flags, parent, podsDir string, n, held int, concurrent bool) {
 	if !utilfeature.DefaultFeatureGate.Enabled(features.UserNamespacesSupport) {
 		if err := utilfeature.DefaultMutableFeatureGate.Set(string(features.UserNamespacesSupport) + "=true"); err != nil {
 			benchfmt.Fatalf("enable %s: %v", features.UserNamespacesSupport, err)
@@ -219,25 +224,45 @@ func getOrCreateRelease(f *benchfmt.Flags, parent, podsDir string, n, held int) 
 		}
 	}
 
+	create := func(pod *v1.Pod) {
+		ns, err := mgr.GetOrCreateUserNamespaceMappings(logger, pod, "")
+		if err != nil {
+			benchfmt.Fatalf("GetOrCreateUserNamespaceMappings(%s): %v", pod.UID, err)
+		}
+		if len(ns.Uids) != 1 || ns.Uids[0].Length != idsPerPod {
+			benchfmt.Fatalf("unexpected mapping for %s: %v", pod.UID, ns)
+		}
+	}
+	release := func(pod *v1.Pod) { mgr.Release(logger, pod.UID) }
+	// Each call once per pod: in order on one goroutine, or one goroutine per pod (as pod
+	// workers call the manager), waiting for all.
+	each := func(call func(*v1.Pod)) {
+		if !concurrent {
+			for _, pod := range podList {
+				call(pod)
+			}
+			return
+		}
+		var wg sync.WaitGroup
+		for _, pod := range podList {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				call(pod)
+			}()
+		}
+		wg.Wait()
+	}
 	f.BenchCustom("getorcreate-release", n, func() time.Duration {
 		start := time.Now()
-		for _, pod := range podList {
-			ns, err := mgr.GetOrCreateUserNamespaceMappings(logger, pod, "")
-			if err != nil {
-				benchfmt.Fatalf("GetOrCreateUserNamespaceMappings(%s): %v", pod.UID, err)
-			}
-			if len(ns.Uids) != 1 || ns.Uids[0].Length != idsPerPod {
-				benchfmt.Fatalf("unexpected mapping for %s: %v", pod.UID, ns)
-			}
-		}
-		for _, pod := range podList {
-			mgr.Release(logger, pod.UID)
-		}
+		each(create)
+		each(release)
 		return time.Since(start)
 	},
 		benchfmt.KV{Key: "pods", Value: n},
 		benchfmt.KV{Key: "held", Value: held},
 		benchfmt.KV{Key: "dir", Value: root},
 		benchfmt.KV{Key: "slots", Value: bitmapSlots},
+		benchfmt.KV{Key: "concurrent", Value: concurrent},
 	)
 }

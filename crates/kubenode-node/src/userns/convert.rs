@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use kubenode_userns::{
     Allocation, Config, Error as CoreError, ErrorKind as CoreKind, IdMapping, Layout, ListedPod,
-    Options, RestoreStats, UserNamespace, VerifyReport,
+    Options, PodCall, RestoreStats, UserNamespace, VerifyReport,
 };
 
 use super::types::{
     UsernsAllocation, UsernsConfig, UsernsIdMapping, UsernsLayout, UsernsListOutcome,
-    UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome,
+    UsernsListedPod, UsernsOutcome, UsernsPodCall, UsernsVerifyOutcome,
 };
 use crate::convert;
 use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
@@ -36,6 +36,16 @@ pub fn open_args(c: &UsernsConfig) -> Result<(PathBuf, Config, Options)> {
             seed,
         },
     ))
+}
+
+pub fn pod_calls(calls: Vec<UsernsPodCall>) -> Vec<PodCall> {
+    calls
+        .into_iter()
+        .map(|c| match c.release {
+            true => PodCall::Release(c.pod_uid),
+            false => PodCall::GetOrCreate(c.pod_uid),
+        })
+        .collect()
 }
 
 /// A pod directory name that is not UTF-8 shows with U+FFFD: JS strings are Unicode.
@@ -97,6 +107,17 @@ impl From<CoreResult<UserNamespace>> for UsernsOutcome {
                 gids: ns.gid_mappings.iter().map(Into::into).collect(),
                 ..Self::empty()
             },
+            Err(e) => Self::failed(&e),
+        }
+    }
+}
+
+/// A queued call's outcome: mappings for a get-or-create, empty for a release.
+impl From<CoreResult<Option<UserNamespace>>> for UsernsOutcome {
+    fn from(r: CoreResult<Option<UserNamespace>>) -> Self {
+        match r {
+            Ok(Some(ns)) => Ok(ns).into(),
+            Ok(None) => Self::empty(),
             Err(e) => Self::failed(&e),
         }
     }

@@ -1,39 +1,127 @@
-//! The `UsernsCore` class: one `SharedManager`, each call one task. The synchronous calls made
-//! on the JS thread (`allocations`, `isOpen`, `close`) never wait for a running task.
+//! The `UsernsCore` class: one `SharedManager`; per-pod calls go through its `CallQueue`, the
+//! other operations are one task each. The synchronous calls made on the JS thread
+//! (`submit`, `allocations`, `isOpen`, `close`) never wait for a running task.
+//!
+//! Per-pod calls use the queue's own thread and one threadsafe function for all completions
+//! rather than one libuv task per call: a lone call costs the same two wake-ups either way
+//! (107 vs 117 µs per create+release cycle, medians of 15 runs at load average 12), but calls
+//! made while a batch runs share the next hand-off instead of queueing one task each.
 
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kubenode_userns::SharedManager;
-use napi::bindgen_prelude::AsyncTask;
-use napi::Env;
+use kubenode_userns::{CallQueue, CallResult, SharedManager};
+use napi::bindgen_prelude::{AsyncTask, Function};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{sys, Env, Status};
 use napi_derive::napi;
 
-use super::convert::open_args;
+use super::convert::{open_args, pod_calls};
 use super::tasks::{GetOrCreateManyTask, ManagerTask, Op};
-use super::types::{UsernsAllocation, UsernsConfig};
-use crate::errors::throwing;
+use super::types::{UsernsAllocation, UsernsConfig, UsernsOutcome, UsernsPodCall};
+use crate::errors::{err, throwing, ErrorCode, Result};
+
+/// Calls the JS `deliver` function with a batch's outcomes. Weak: it holds the event loop only
+/// while calls are pending (`submit` refs it, the delivery of the last pending outcome unrefs it).
+type Deliver = ThreadsafeFunction<Vec<UsernsOutcome>, (), Vec<UsernsOutcome>, Status, false, true>;
 
 /// One user-namespace manager (empty until `open`).
 #[napi]
 pub struct UsernsCore {
     shared: Arc<SharedManager>,
+    calls: CallQueue,
+    deliver: Arc<Deliver>,
+    /// Calls submitted and not yet delivered; touched on the JS thread only.
+    pending: Arc<AtomicUsize>,
 }
 
-impl Default for UsernsCore {
-    fn default() -> Self {
-        Self::new()
+#[napi]
+impl UsernsCore {
+    /// `deliver` receives the outcomes of submitted calls, in submission order, in batches.
+    #[napi(constructor)]
+    pub fn new(env: Env, deliver: Function<'_, Vec<UsernsOutcome>, ()>) -> napi::Result<Self> {
+        throwing(&env, || Self::build(deliver))
+    }
+}
+
+impl UsernsCore {
+    fn build(deliver: Function<'_, Vec<UsernsOutcome>, ()>) -> Result<Self> {
+        let pending = Arc::new(AtomicUsize::new(0));
+        let seen = pending.clone();
+        // The callback unrefs its own threadsafe function, known only once it is built.
+        let own = Arc::new(AtomicPtr::<c_void>::new(ptr::null_mut()));
+        let own_raw = own.clone();
+        let tsfn: Deliver = deliver
+            .build_threadsafe_function::<Vec<UsernsOutcome>>()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .build_callback(move |ctx| {
+                let n = ctx.value.len();
+                if seen.fetch_sub(n, Ordering::Relaxed) == n {
+                    // Nothing pending any more: an idle manager does not hold the process.
+                    let raw = own_raw.load(Ordering::Relaxed).cast();
+                    unsafe { sys::napi_unref_threadsafe_function(ctx.env.raw(), raw) };
+                }
+                Ok(ctx.value)
+            })
+            .map_err(|e| err(ErrorCode::Io, e))?;
+        own.store(tsfn.raw().cast(), Ordering::Relaxed);
+        let deliver = Arc::new(tsfn);
+        let sink = deliver.clone();
+        let shared = Arc::new(SharedManager::new());
+        let calls = CallQueue::new(
+            shared.clone(),
+            Box::new(move |results: Vec<CallResult>| {
+                let outcomes = results.into_iter().map(Into::into).collect();
+                sink.call(outcomes, ThreadsafeFunctionCallMode::NonBlocking);
+            }),
+        );
+        Ok(Self {
+            shared,
+            calls,
+            deliver,
+            pending,
+        })
     }
 }
 
 #[napi]
 impl UsernsCore {
-    #[napi(constructor)]
-    pub fn new() -> Self {
-        Self {
-            shared: Arc::new(SharedManager::new()),
-        }
+    /// Queues per-pod calls after every call queued before; their outcomes reach `deliver` in
+    /// this order, each after its own call has run (files written and synced).
+    #[napi]
+    pub fn submit(&self, env: Env, calls: Vec<UsernsPodCall>) -> napi::Result<()> {
+        throwing(&env, || self.enqueue(&env, calls))
     }
+}
 
+impl UsernsCore {
+    fn enqueue(&self, env: &Env, calls: Vec<UsernsPodCall>) -> Result<()> {
+        let n = calls.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let raw = self.deliver.raw();
+        if self.pending.fetch_add(n, Ordering::Relaxed) == 0 {
+            unsafe { sys::napi_ref_threadsafe_function(env.raw(), raw) };
+        }
+        if let Err(e) = self.calls.submit(pod_calls(calls)) {
+            if self.pending.fetch_sub(n, Ordering::Relaxed) == n {
+                unsafe { sys::napi_unref_threadsafe_function(env.raw(), raw) };
+            }
+            return Err(err(
+                ErrorCode::Io,
+                format!("start the user namespace thread: {e}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[napi]
+impl UsernsCore {
     fn task(&self, op: Op) -> AsyncTask<ManagerTask> {
         AsyncTask::new(ManagerTask::new(self.shared.clone(), op))
     }
@@ -45,16 +133,6 @@ impl UsernsCore {
             let (dir, c, o) = open_args(&config)?;
             Ok(self.task(Op::Open(self.shared.open_ticket(), dir, c, o)))
         })
-    }
-
-    #[napi(ts_return_type = "Promise<UsernsOutcome>")]
-    pub fn get_or_create(&self, pod_uid: String) -> AsyncTask<ManagerTask> {
-        self.task(Op::GetOrCreate(pod_uid))
-    }
-
-    #[napi(ts_return_type = "Promise<UsernsOutcome>")]
-    pub fn release(&self, pod_uid: String) -> AsyncTask<ManagerTask> {
-        self.task(Op::Release(pod_uid))
     }
 
     /// One outcome per pod, in order.

@@ -13,8 +13,6 @@ use super::types::{UsernsListOutcome, UsernsOutcome, UsernsVerifyOutcome};
 
 pub enum Op {
     Open(OpenTicket, PathBuf, Config, Options),
-    GetOrCreate(String),
-    Release(String),
     /// Releases in order under one lock: the same as one `Release` per pod, in one task.
     ReleaseMany(Vec<String>),
     Cleanup(Vec<String>, Vec<String>),
@@ -42,8 +40,6 @@ impl Task for ManagerTask {
         let s = &self.shared;
         Ok(match self.op.take() {
             Some(Op::Open(ticket, dir, config, opts)) => s.open(ticket, dir, config, opts).into(),
-            Some(Op::GetOrCreate(pod)) => s.get_or_create(&pod).into(),
-            Some(Op::Release(pod)) => s.release(&pod).into(),
             Some(Op::ReleaseMany(pods)) => s.release_many(&pods).into(),
             Some(Op::Cleanup(pods, running)) => s.cleanup(&pods, &running).into(),
             None => Err::<(), _>(not_open()).into(),
