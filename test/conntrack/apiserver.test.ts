@@ -251,25 +251,33 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
 
   it('runs a full pass every fullResyncPeriodMs even when nothing changed', async () => {
     await resetDnsSlice();
+    const PERIOD = 1500;
     const handle = await conntrack.Conntrack.open({ netns: ns.path });
     const passes: conntrack.CleanResult[] = [];
+    const at: number[] = [];
     const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
       conntrack: handle,
       families: ['IPv4'],
       metrics: null,
       minSyncPeriodMs: 50,
-      fullResyncPeriodMs: 400,
-      onSync: (_, result) => passes.push(result),
+      fullResyncPeriodMs: PERIOD,
+      onSync: (_, result) => {
+        passes.push(result);
+        at.push(performance.now());
+      },
     });
     try {
       await r.start();
-      await waitUntil('two resync passes', () => passes.length >= 3, 10_000);
+      await waitUntil('three resync passes', () => passes.length >= 4, 20_000);
       expect(passes.every((p) => p.path === 'full' && p.fullReason === 'requested')).toBe(true);
+      // One pass per period, not one every other period: the gaps stay well under two periods.
+      const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));
+      expect(Math.max(...gaps.slice(1))).toBeLessThan(1.6 * PERIOD);
     } finally {
       await r.stop();
       handle.close();
     }
-  }, 30_000);
+  }, 40_000);
 
   it('syncs a change after a quiet period at once, and still bounds a burst by minSyncPeriod', async () => {
     await resetDnsSlice();

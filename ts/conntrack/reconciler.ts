@@ -1,6 +1,7 @@
 // StaleFlowReconciler: for a Node agent. Watches Services and EndpointSlices with informers,
-// keeps the tables, and runs the cleanup only when a UDP service port's endpoints changed
-// (upstream's ConntrackCleanupRequired), per IP family.
+// keeps the tables, and runs the cleanup when a UDP service port's endpoints changed
+// (upstream's ConntrackCleanupRequired), per IP family, plus a full pass every
+// fullResyncPeriodMs.
 import { performance } from 'node:perf_hooks';
 import type {
   KubeConfig,
@@ -112,7 +113,8 @@ function serviceKey(slice: V1EndpointSlice): string | undefined {
 /**
  * kube-proxy's conntrack cleanup as a standalone loop: watches Services and EndpointSlices and,
  * when a UDP service port's endpoints changed, runs `cleanStaleEntries` per family (coalesced by
- * `minSyncPeriodMs`). Failures go to `onError`; a watch that fails is restarted with backoff.
+ * `minSyncPeriodMs`), plus a full pass every `fullResyncPeriodMs`. Failures go to `onError`
+ * (and are retried at the next period); a watch that fails is restarted with backoff.
  */
 export class StaleFlowReconciler {
   readonly #kc: KubeConfig;
@@ -134,8 +136,10 @@ export class StaleFlowReconciler {
   readonly #gates = new Map<IPFamily, CleanupGate>();
   /** EndpointSlices by UID, as last seen (the "previous" state for the gate). */
   readonly #sliceCache = new Map<string, V1EndpointSlice>();
-  /** When each family's last full pass ended (performance.now()). */
+  /** When each family's last full pass started (performance.now()). */
   readonly #lastFull = new Map<IPFamily, number>();
+  /** Families whose last pass failed: the next resync retries them even with no change. */
+  readonly #owed = new Set<IPFamily>();
   #resync: NodeJS.Timeout | undefined;
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
@@ -154,6 +158,11 @@ export class StaleFlowReconciler {
   async start(): Promise<void> {
     this.#ct = this.#opts.conntrack ?? (await Conntrack.open());
     this.#ownCt = this.#opts.conntrack === undefined;
+    if (this.#stopped) {
+      // stop() ran while the handle was being opened: it could not close it.
+      if (this.#ownCt) this.#ct.close();
+      return;
+    }
     const { CoreV1Api, DiscoveryV1Api } = clientNode();
     const core = this.#kc.makeApiClient(CoreV1Api);
     const disc = this.#kc.makeApiClient(DiscoveryV1Api);
@@ -185,10 +194,31 @@ export class StaleFlowReconciler {
     // Each informer's own list success resets only its own backoff; a failed first attempt is
     // retried in the background, so start() does not wait for the API server.
     await Promise.all([services.run(), slices.run()]);
+    if (this.#stopped) return;
     this.#started = true;
     this.#schedule();
-    // The periodic full pass; unref'd so it never keeps the process alive.
-    this.#resync = setInterval(() => this.#schedule(), this.#fullResyncPeriodMs()).unref();
+  }
+
+  /**
+   * Arms the next periodic full pass: when the oldest family's last full pass is a period old,
+   * or a period after a failed pass. A one-shot timer set after each sync (not an interval from
+   * start()), so a pass is never skipped for being a few milliseconds short of the period.
+   * Unref'd: it never keeps the process alive.
+   */
+  #armResync(): void {
+    clearTimeout(this.#resync);
+    this.#resync = undefined;
+    if (this.#stopped) return;
+    const period = this.#fullResyncPeriodMs();
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const f of this.#families) {
+      const last = this.#lastFull.get(f);
+      if (last !== undefined) next = Math.min(next, last + period);
+      if (this.#owed.has(f)) next = Math.min(next, now + period);
+    }
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.#resync = setTimeout(() => this.#schedule(), Math.max(0, next - now)).unref();
   }
 
   #fullResyncPeriodMs(): number {
@@ -289,8 +319,11 @@ export class StaleFlowReconciler {
       const anyUdp = udpPortKeys(slices, family).size > 0;
       const required = gate.take((svc) => udpPortKeys(this.#slicesOf(svc), family).size > 0, anyUdp);
       const lastFull = this.#lastFull.get(family);
-      const full = lastFull === undefined || performance.now() - lastFull >= this.#fullResyncPeriodMs();
-      if (!required && !(full && lastFull !== undefined)) continue;
+      const started = performance.now();
+      // Timers may fire a millisecond early; a pass that is due must not wait another period.
+      const due = lastFull !== undefined && started - lastFull >= this.#fullResyncPeriodMs() - 5;
+      const full = lastFull === undefined || due;
+      if (!required && !due && !this.#owed.has(family)) continue;
       try {
         const r = await cleanStaleEntries(ct, family, entries, endpointsTable(slices, family), {
           dryRun: this.#opts.dryRun ?? false,
@@ -300,13 +333,16 @@ export class StaleFlowReconciler {
           this.#cleanupFailed(family, e);
           throw e;
         });
-        if (r.path === 'full') this.#lastFull.set(family, performance.now());
+        this.#owed.delete(family);
+        if (r.path === 'full') this.#lastFull.set(family, started);
         this.syncs++;
         this.#opts.onSync?.(family, r);
       } catch (e) {
+        this.#owed.add(family);
         this.#report(e);
       }
     }
+    this.#armResync();
   }
 
   /** Waits for the scheduled and running syncs (tests). */
@@ -323,7 +359,7 @@ export class StaleFlowReconciler {
     this.#events?.shutdown();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
-    clearInterval(this.#resync);
+    clearTimeout(this.#resync);
     await this.#syncing;
     await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
     if (this.#ownCt) this.#ct?.close();
