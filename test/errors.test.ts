@@ -100,6 +100,21 @@ describe('fromNative maps every generated code and kind', () => {
     expect(k.constructor).toBe(KubenodeError);
     expect(k.kind).toBeUndefined();
   });
+
+  it("napi's own type statuses are type errors, from the binding as from a hand-built error", () => {
+    // A boolean field given a string: napi refuses it before kubenode code runs.
+    let thrown: unknown;
+    try {
+      new native.AllocationBitmap(8, '8', { seed: 'x' as unknown as number });
+    } catch (e) {
+      thrown = e;
+    }
+    expect(fromNative(thrown)).toBeInstanceOf(KubenodeTypeError);
+    for (const code of ['BooleanExpected', 'ObjectExpected', 'ArrayExpected', 'FunctionExpected']) {
+      const e = fromNative(Object.assign(new Error('bad'), { code }));
+      expect(e, code).toBeInstanceOf(KubenodeTypeError);
+    }
+  });
 });
 
 describe('thrown errors carry the outcome fields', () => {

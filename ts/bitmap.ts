@@ -66,12 +66,12 @@ export class AllocationBitmap {
 
   /** Number of slots. */
   get max(): number {
-    return this.#n.max;
+    return callNative(() => this.#n.max);
   }
 
   /** The range this map was created for. */
   get rangeSpec(): string {
-    return this.#n.rangeSpec;
+    return callNative(() => this.#n.rangeSpec);
   }
 
   /** Reserves slot `i`: true when newly taken, false when already taken. Throws outside [0, max). */
@@ -123,7 +123,7 @@ export class AllocationBitmap {
   /** Frees slot `i`; releasing a free or out-of-range slot is a no-op, as upstream. */
   release(i: number): void {
     assertInteger('offset', i);
-    if (!staged.release(this.#slot, i)) this.#n.release(i);
+    if (!staged.release(this.#slot, i)) callNative(() => this.#n.release(i));
   }
 
   /**
@@ -134,7 +134,9 @@ export class AllocationBitmap {
     if (slots instanceof Uint32Array) {
       const r = staged.releaseMany(this.#slot, slots);
       // Not staged: a large batch, or a proxy (copied, since the binding takes only real arrays).
-      return r >= 0 ? r : this.#n.releaseMany(ArrayBuffer.isView(slots) ? slots : Uint32Array.from(slots));
+      return r >= 0
+        ? r
+        : callNative(() => this.#n.releaseMany(ArrayBuffer.isView(slots) ? slots : Uint32Array.from(slots)));
     }
     if (!Array.isArray(slots))
       throw new KubenodeTypeError('slots must be a Uint32Array or an array of numbers');
@@ -147,32 +149,32 @@ export class AllocationBitmap {
   /** True when slot `i` is taken; false for a free or out-of-range slot. */
   has(i: number): boolean {
     assertInteger('offset', i);
-    return this.#n.has(i);
+    return callNative(() => this.#n.has(i));
   }
 
   /** `max - count()`. */
   free(): number {
-    return this.#n.free();
+    return callNative(() => this.#n.free());
   }
 
   /** Number of taken slots. */
   count(): number {
-    return this.#n.count();
+    return callNative(() => this.#n.count());
   }
 
   /** Calls `fn` for every taken slot in ascending order (one native call for the whole set). */
   forEach(fn: (i: number) => void): void {
-    for (const i of this.#n.toArray()) fn(i);
+    for (const i of callNative(() => this.#n.toArray())) fn(i);
   }
 
   /** Every taken slot in ascending order. */
   toArray(): number[] {
-    return this.#n.toArray();
+    return callNative(() => this.#n.toArray());
   }
 
   /** The current state, to persist and later pass to `restore`. */
   snapshot(): BitmapSnapshot {
-    return this.#n.snapshot();
+    return callNative(() => this.#n.snapshot());
   }
 
   /** Replaces the state with a snapshot; the range must equal this map's `rangeSpec`. */

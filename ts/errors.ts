@@ -99,7 +99,16 @@ function isKind(v: unknown): v is ErrorKind {
 }
 
 // napi's own argument-conversion statuses (e.g. a string where a number belongs).
-const NAPI_TYPE_STATUSES = new Set(['InvalidArg', 'NumberExpected', 'StringExpected']);
+const NAPI_TYPE_STATUSES = new Set([
+  'InvalidArg',
+  'NumberExpected',
+  'StringExpected',
+  'BooleanExpected',
+  'ObjectExpected',
+  'ArrayExpected',
+  'FunctionExpected',
+  'BigintExpected',
+]);
 
 /**
  * Converts a binding failure into a typed error: an error thrown by a synchronous call, or a

@@ -3,7 +3,9 @@
 //! either way one crossing per pod, or per batch; namespace work runs as AsyncTasks whose
 //! outcome objects carry the shared `NativeError`, since a Task can only reject with a plain
 //! status. `types` are the JS shapes, `convert` maps them, `allowlist` is the class, `tasks`
-//! run off the JS thread; the free functions below are the other entry points.
+//! run off the JS thread, `staged` is the per-pod admit without arguments; `policy` (compiled
+//! SysctlPolicy/SysctlNamePolicy), `annotations` (the alpha annotations) and `baseline` (Pod
+//! Security's check) are the policy entry points; the free functions below are the rest.
 
 use kubenode_sysctl::{
     baseline_allowed_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,

@@ -21,7 +21,7 @@ use napi_derive::napi;
 use super::convert::{open_args, pod_calls};
 use super::tasks::{GetOrCreateManyTask, ManagerTask, Op};
 use super::types::{UsernsAllocation, UsernsConfig, UsernsOutcome, UsernsPodCall};
-use crate::errors::{err, throwing, ErrorCode, Result};
+use crate::errors::{err, throwing, ErrorCode, ErrorScope, Result};
 
 /// Calls the JS `deliver` function with a batch's outcomes. Weak: it holds the event loop only
 /// while calls are pending (`submit` refs it, the delivery of the last pending outcome unrefs it).
@@ -66,7 +66,7 @@ impl UsernsCore {
                 }
                 Ok(ctx.value)
             })
-            .map_err(|e| err(ErrorCode::Io, e))?;
+            .map_err(|e| err(ErrorCode::Io, e).scoped(ErrorScope::Userns))?;
         own.store(tsfn.raw().cast(), Ordering::Relaxed);
         let deliver = Arc::new(tsfn);
         let sink = deliver.clone();
@@ -114,7 +114,8 @@ impl UsernsCore {
             return Err(err(
                 ErrorCode::Io,
                 format!("start the user namespace thread: {e}"),
-            ));
+            )
+            .scoped(ErrorScope::Userns));
         }
         Ok(())
     }
