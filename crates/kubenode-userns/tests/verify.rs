@@ -142,7 +142,7 @@ fn killing_the_caller_mid_check_leaves_no_child_and_no_lock() {
                 ])
                 .env(HELPER_ENV, &pods)
                 .stdout(Stdio::piped())
-                .stderr(Stdio::null())
+                .stderr(Stdio::piped())
                 .spawn()
                 .expect("spawn helper"),
         );
@@ -151,10 +151,14 @@ fn killing_the_caller_mid_check_leaves_no_child_and_no_lock() {
         // The marker follows the harness's "test ... " text on the same line.
         while !line.contains("HELPER-READY") {
             line.clear();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "round {round}: helper ended before it held the lock"
-            );
+            if out.read_line(&mut line).unwrap() == 0 {
+                // Say why: the helper's panic message is on its stderr.
+                let mut err = String::new();
+                if let Some(mut e) = helper.0.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!("round {round}: helper ended before it held the lock: {err}");
+            }
         }
         // Kill the helper while one of its checks has a child.
         let deadline = Instant::now() + Duration::from_secs(10);
