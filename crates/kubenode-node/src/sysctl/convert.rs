@@ -4,12 +4,12 @@
 use std::borrow::Cow;
 
 use kubenode_sysctl::{
-    ApplyError, BatchError, KubernetesVersion, KubernetesVersionError, Namespace, ProbeOutcome,
-    Rejection,
+    ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError, Namespace,
+    ProbeOutcome, Rejection,
 };
 use napi::{JsString, JsValue};
 
-use super::types::{SysctlNamespace, SysctlProbeStatus, SysctlRejections};
+use super::types::{SysctlFieldError, SysctlNamespace, SysctlProbeStatus, SysctlRejections};
 use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
@@ -89,6 +89,18 @@ pub fn batch_err(e: BatchError) -> NativeError {
 pub fn rejections(v: Vec<Rejection>) -> SysctlRejections {
     let (indexes, messages) = v.into_iter().map(|r| (r.index, r.error.message())).unzip();
     SysctlRejections { indexes, messages }
+}
+
+pub fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
+    v.into_iter()
+        .map(|e| SysctlFieldError {
+            r#type: e.kind.reason().to_string(),
+            message: e.message(),
+            field: e.field,
+            bad_value: e.bad_value,
+            detail: e.detail,
+        })
+        .collect()
 }
 
 impl From<&ApplyError> for NativeError {
