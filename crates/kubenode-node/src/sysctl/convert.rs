@@ -4,12 +4,15 @@
 use std::borrow::Cow;
 
 use kubenode_sysctl::{
-    ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError, Namespace,
-    ProbeOutcome, Rejection,
+    Applied, ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError,
+    Namespace, ProbeOutcome, ProbeResult, Rejection,
 };
 use napi::{JsString, JsValue};
 
-use super::types::{SysctlFieldError, SysctlNamespace, SysctlProbeStatus, SysctlRejections};
+use super::types::{
+    SysctlApplied, SysctlFieldError, SysctlNamespace, SysctlProbeResult, SysctlProbeStatus,
+    SysctlRejections,
+};
 use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
@@ -101,6 +104,40 @@ pub fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
             detail: e.detail,
         })
         .collect()
+}
+
+/// A task's core result as an outcome's two fields: the converted items, or none and the error.
+pub fn task_outcome<T, U: From<T>>(
+    output: std::result::Result<Vec<T>, ApplyError>,
+) -> (Vec<U>, Option<NativeError>) {
+    match output {
+        Ok(v) => (v.into_iter().map(U::from).collect(), None),
+        Err(e) => (Vec::new(), Some((&e).into())),
+    }
+}
+
+impl From<Applied> for SysctlApplied {
+    fn from(a: Applied) -> Self {
+        Self {
+            name: a.name,
+            path: a.path,
+            previous: a.previous,
+            value: a.value,
+        }
+    }
+}
+
+impl From<ProbeResult> for SysctlProbeResult {
+    fn from(r: ProbeResult) -> Self {
+        Self {
+            name: r.name,
+            namespace: r.namespace.into(),
+            outcome: r.outcome.into(),
+            host_value: r.host_value,
+            probe_value: r.probe_value,
+            detail: r.detail,
+        }
+    }
 }
 
 impl From<&ApplyError> for NativeError {
