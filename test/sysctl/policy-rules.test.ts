@@ -171,6 +171,18 @@ describe('errors come in list order', () => {
     );
   });
 
+  it('refuses a list that is not an array with a typed error naming it', () => {
+    expect(() => new sysctl.SysctlPolicy(5 as never)).toThrow(
+      new KubenodeTypeError('entries must be an array, got 5'),
+    );
+    expect(() => new sysctl.SysctlNamePolicy('a' as never)).toThrow(
+      new KubenodeTypeError('allowed must be an array, got "a"'),
+    );
+    // A core compiled by one class's fromAnnotation is never taken by the other's constructor.
+    expect(sysctl.SysctlNamePolicy.fromAnnotation('a.b').allows('a.b')).toBe(true);
+    expect(() => new sysctl.SysctlPolicy(null as never)).toThrow(KubenodeTypeError);
+  });
+
   it('within an entry, checks the name and the kind of rule before the shape of its bounds', () => {
     expect(compile([{ name: 'a..b', min: 'x' }])).toThrow('entries[0].name "a..b"');
     expect(compile([{ name: 'a', values: ['1'], min: 'x' }])).toThrow(

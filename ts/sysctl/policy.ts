@@ -55,29 +55,36 @@ function readNames(sysctls: readonly V1Sysctl[]): { names: string[]; bad: unknow
   return { names, bad: null };
 }
 
+/** Takes the core a `fromAnnotation` left for this constructor call, when it is a `Core`. */
+function adopt<C>(Core: abstract new (...args: never[]) => C): C | null {
+  const core = adopted;
+  if (!(core instanceof Core)) return null;
+  adopted = null;
+  return core;
+}
+
+function compileNamePolicy(allowed: unknown): SysctlNamePolicyCore {
+  if (!Array.isArray(allowed))
+    throw new KubenodeTypeError(`allowed must be an array, got ${describe(allowed)}`);
+  return compileChecked(
+    allowed,
+    (p, i) =>
+      typeof p === 'string'
+        ? { input: p, error: null }
+        : {
+            input: null,
+            error: new KubenodeTypeError(`allowed[${i}] must be a non-empty string, got ${describe(p)}`),
+          },
+    (list: string[]) => new native.SysctlNamePolicyCore(list),
+  );
+}
+
 /** Alternative 1: allowed names or prefixes ending in `*`; an empty list allows nothing. */
 export class SysctlNamePolicy {
   readonly #core: SysctlNamePolicyCore;
 
   constructor(allowed: readonly string[]) {
-    if (adopted instanceof native.SysctlNamePolicyCore) {
-      this.#core = adopted;
-      adopted = null;
-      return;
-    }
-    if (!Array.isArray(allowed))
-      throw new KubenodeTypeError(`allowed must be an array, got ${describe(allowed)}`);
-    this.#core = compileChecked(
-      allowed,
-      (p, i) =>
-        typeof p === 'string'
-          ? { input: p, error: null }
-          : {
-              input: null,
-              error: new KubenodeTypeError(`allowed[${i}] must be a non-empty string, got ${describe(p)}`),
-            },
-      (list: string[]) => new native.SysctlNamePolicyCore(list),
-    );
+    this.#core = adopt(native.SysctlNamePolicyCore) ?? compileNamePolicy(allowed);
   }
 
   /** The alpha PodSecurityPolicy annotation form: `kernel.shmmax,kernel.msgmax,fs.mqueue.*`. */
@@ -284,7 +291,9 @@ function compiledEntry(r: ReturnType<SysctlPolicyCore['rules']>[number]): Compil
   };
 }
 
-function compilePolicy(entries: readonly unknown[], path: string): SysctlPolicyCore {
+function compilePolicy(entries: unknown, path: string): SysctlPolicyCore {
+  if (!Array.isArray(entries))
+    throw new KubenodeTypeError(`${path} must be an array, got ${describe(entries)}`);
   return compileChecked(
     entries,
     (e, i) => shapeEntry(e, `${path}[${i}]`),
@@ -294,8 +303,6 @@ function compilePolicy(entries: readonly unknown[], path: string): SysctlPolicyC
 
 /** A SysctlPolicy whose errors name the list `path` (`spec.sysctls[0]…` for a policy file). */
 export function sysctlPolicyAt(entries: readonly SysctlPolicyEntry[], path: string): SysctlPolicy {
-  if (!Array.isArray(entries))
-    throw new KubenodeTypeError(`${path} must be an array, got ${describe(entries)}`);
   adopted = compilePolicy(entries, path);
   return new SysctlPolicy([]);
 }
@@ -306,14 +313,7 @@ export class SysctlPolicy {
   #rules: readonly CompiledEntry[] | undefined;
 
   constructor(entries: readonly SysctlPolicyEntry[]) {
-    if (adopted instanceof native.SysctlPolicyCore) {
-      this.#core = adopted;
-      adopted = null;
-      return;
-    }
-    if (!Array.isArray(entries))
-      throw new KubenodeTypeError(`entries must be an array, got ${describe(entries)}`);
-    this.#core = compilePolicy(entries, 'entries');
+    this.#core = adopt(native.SysctlPolicyCore) ?? compilePolicy(entries, 'entries');
   }
 
   /**

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use kubenode_sysctl::{parse_sysctl_annotation, sysctls_from_annotations};
 use napi_derive::napi;
 
-use super::policy::field_errors;
+use super::convert::field_errors;
 use super::types::{SysctlFieldError, SysctlPair};
 
 #[napi(object)]

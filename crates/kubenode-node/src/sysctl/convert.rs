@@ -4,12 +4,15 @@
 use std::borrow::Cow;
 
 use kubenode_sysctl::{
-    ApplyError, BatchError, KubernetesVersion, KubernetesVersionError, Namespace, ProbeOutcome,
-    Rejection,
+    Applied, ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError,
+    Namespace, ProbeOutcome, ProbeResult, Rejection,
 };
 use napi::{JsString, JsValue};
 
-use super::types::{SysctlNamespace, SysctlProbeStatus, SysctlRejections};
+use super::types::{
+    SysctlApplied, SysctlFieldError, SysctlNamespace, SysctlProbeResult, SysctlProbeStatus,
+    SysctlRejections,
+};
 use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
@@ -89,6 +92,52 @@ pub fn batch_err(e: BatchError) -> NativeError {
 pub fn rejections(v: Vec<Rejection>) -> SysctlRejections {
     let (indexes, messages) = v.into_iter().map(|r| (r.index, r.error.message())).unzip();
     SysctlRejections { indexes, messages }
+}
+
+pub fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
+    v.into_iter()
+        .map(|e| SysctlFieldError {
+            r#type: e.kind.reason().to_string(),
+            message: e.message(),
+            field: e.field,
+            bad_value: e.bad_value,
+            detail: e.detail,
+        })
+        .collect()
+}
+
+/// A task's core result as an outcome's two fields: the converted items, or none and the error.
+pub fn task_outcome<T, U: From<T>>(
+    output: std::result::Result<Vec<T>, ApplyError>,
+) -> (Vec<U>, Option<NativeError>) {
+    match output {
+        Ok(v) => (v.into_iter().map(U::from).collect(), None),
+        Err(e) => (Vec::new(), Some((&e).into())),
+    }
+}
+
+impl From<Applied> for SysctlApplied {
+    fn from(a: Applied) -> Self {
+        Self {
+            name: a.name,
+            path: a.path,
+            previous: a.previous,
+            value: a.value,
+        }
+    }
+}
+
+impl From<ProbeResult> for SysctlProbeResult {
+    fn from(r: ProbeResult) -> Self {
+        Self {
+            name: r.name,
+            namespace: r.namespace.into(),
+            outcome: r.outcome.into(),
+            host_value: r.host_value,
+            probe_value: r.probe_value,
+            detail: r.detail,
+        }
+    }
 }
 
 impl From<&ApplyError> for NativeError {

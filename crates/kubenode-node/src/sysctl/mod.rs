@@ -17,7 +17,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::errors::{err, throwing, ErrorCode, NativeError};
-use convert::k8s_version;
+use convert::{field_errors, k8s_version};
 use tasks::{ApplyTask, ProbeTask};
 use types::*;
 
@@ -135,22 +135,13 @@ pub fn sysctl_safe_table() -> Vec<SysctlSafeRow> {
 /// 4 AllowNamespacedSysctlsForHostNetAndHostIPC.
 #[napi]
 pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<SysctlFieldError> {
-    validate_sysctls(
+    field_errors(validate_sysctls(
         names.iter().map(String::as_str),
         &path,
         flags & HOST_NETWORK != 0,
         flags & HOST_IPC != 0,
         flags & SYSCTL_ALLOW_HOST_NAMESPACED != 0,
-    )
-    .into_iter()
-    .map(|e| SysctlFieldError {
-        r#type: e.kind.reason().to_string(),
-        message: e.message(),
-        field: e.field,
-        bad_value: e.bad_value,
-        detail: e.detail,
-    })
-    .collect()
+    ))
 }
 
 /// Writes sysctls inside the target's namespaces off the JS thread.

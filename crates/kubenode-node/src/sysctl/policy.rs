@@ -3,13 +3,13 @@
 //! (its names, and values, as two arrays).
 
 use kubenode_sysctl::{
-    bad_value_message, integer_fields_source, not_allowed_message, FieldError, IntRange,
-    PolicyEntry, SysctlNamePolicy, SysctlPolicy, ValueRule, INT_FIELD, MAX_MAGNITUDE,
-    MAX_VALUE_LENGTH, SPACE,
+    bad_value_message, integer_fields_source, not_allowed_message, IntRange, PolicyEntry,
+    SysctlNamePolicy, SysctlPolicy, ValueRule, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
 };
 use napi::Env;
 use napi_derive::napi;
 
+use super::convert::field_errors;
 use super::types::SysctlFieldError;
 use crate::convert::integer;
 use crate::errors::{err, throwing, ErrorCode, Result};
@@ -101,18 +101,6 @@ pub fn sysctl_policy_not_allowed_message(name: String) -> String {
 #[napi]
 pub fn sysctl_policy_bad_value_message(name: String, detail: String) -> String {
     bad_value_message(&name, &detail)
-}
-
-pub(crate) fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
-    v.into_iter()
-        .map(|e| SysctlFieldError {
-            r#type: e.kind.reason().to_string(),
-            message: e.message(),
-            field: e.field,
-            bad_value: e.bad_value,
-            detail: e.detail,
-        })
-        .collect()
 }
 
 fn bound(what: &str, v: Option<f64>) -> Result<Option<i64>> {

@@ -3,7 +3,8 @@
 use kubenode_sysctl::{apply_sysctls, probe, ApplyError, NsTarget};
 use napi::{Env, Task};
 
-use super::types::{SysctlApplied, SysctlApplyOutcome, SysctlProbeOutcome, SysctlProbeResult};
+use super::convert::task_outcome;
+use super::types::{SysctlApplyOutcome, SysctlProbeOutcome};
 
 pub struct ApplyTask {
     pub(super) target: NsTarget,
@@ -19,24 +20,8 @@ impl Task for ApplyTask {
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(match output {
-            Ok(v) => SysctlApplyOutcome {
-                applied: v
-                    .into_iter()
-                    .map(|a| SysctlApplied {
-                        name: a.name,
-                        path: a.path,
-                        previous: a.previous,
-                        value: a.value,
-                    })
-                    .collect(),
-                error: None,
-            },
-            Err(e) => SysctlApplyOutcome {
-                applied: Vec::new(),
-                error: Some((&e).into()),
-            },
-        })
+        let (applied, error) = task_outcome(output);
+        Ok(SysctlApplyOutcome { applied, error })
     }
 }
 
@@ -53,25 +38,7 @@ impl Task for ProbeTask {
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(match output {
-            Ok(v) => SysctlProbeOutcome {
-                results: v
-                    .into_iter()
-                    .map(|r| SysctlProbeResult {
-                        name: r.name,
-                        namespace: r.namespace.into(),
-                        outcome: r.outcome.into(),
-                        host_value: r.host_value,
-                        probe_value: r.probe_value,
-                        detail: r.detail,
-                    })
-                    .collect(),
-                error: None,
-            },
-            Err(e) => SysctlProbeOutcome {
-                results: Vec::new(),
-                error: Some((&e).into()),
-            },
-        })
+        let (results, error) = task_outcome(output);
+        Ok(SysctlProbeOutcome { results, error })
     }
 }
