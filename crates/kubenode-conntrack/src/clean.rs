@@ -168,9 +168,8 @@ fn full_report(reason: FullReason, estimate: Option<Estimate>) -> CleanReport {
     }
 }
 
-/// Targeted or full, from the diff and the costs measured on this handle. The walk is
-/// measured again (a probe flush) only when the table changed size a lot since the last
-/// sample.
+/// Targeted or full, from the diff and the costs measured on this handle (no request walks
+/// the table only to measure it: see `cost.rs`).
 fn choose(ct: &mut Conntrack, family: Family, diff: StaleDiff) -> Choice {
     if diff.is_empty() {
         return Choice::Unchanged;
@@ -178,11 +177,8 @@ fn choose(ct: &mut Conntrack, family: Family, diff: StaleDiff) -> Choice {
     let Ok(table) = ct.table_count() else {
         return Choice::Full(FullReason::Cost, None);
     };
-    let needs_sample = ct.stale.family(family).cost.needs_walk_sample(table);
-    if ct.flush_support == FlushSupport::Unknown || needs_sample {
-        if let (_, Some(walk)) = ct.probe_flush(family) {
-            ct.stale.family(family).cost.record_walk(walk, table);
-        }
+    if ct.flush_support == FlushSupport::Unknown {
+        ct.probe_flush(family);
     }
     if ct.flush_support == FlushSupport::Unsupported && !diff.flushes.is_empty() {
         return Choice::Full(FullReason::Unsupported, None);
@@ -206,7 +202,7 @@ fn full_pass(
 ) -> Result<CleanReport> {
     let start = Instant::now();
     let mut rep = full_report(reason, estimate);
-    dump_and_delete(
+    let dump_seconds = dump_and_delete(
         ct,
         family,
         &matcher.dump_filter(),
@@ -220,6 +216,7 @@ fn full_pass(
         let entries = table + rep.deleted;
         let cost = &mut ct.stale.family(family).cost;
         cost.record_full(start.elapsed().as_secs_f64(), entries);
+        cost.record_dump(dump_seconds, entries, rep.listed);
     }
     Ok(rep)
 }
@@ -268,7 +265,7 @@ fn targeted_pass(
 }
 
 /// One dump filtered by `filter`, decided per entry with `matcher`, then the stale entries
-/// deleted (unless `dry_run`); adds to `rep`.
+/// deleted (unless `dry_run`); adds to `rep` and returns the seconds the dump took.
 fn dump_and_delete(
     ct: &mut Conntrack,
     family: Family,
@@ -277,8 +274,9 @@ fn dump_and_delete(
     dry_run: bool,
     progress: &Progress,
     rep: &mut CleanReport,
-) -> Result<()> {
+) -> Result<f64> {
     progress.phase.store(PHASE_LISTING, Ordering::Relaxed);
+    let start = Instant::now();
     let mut stale: Vec<Flow> = Vec::new();
     let mut seen = 0u64;
     let stats = ct.dump(family, filter, |ev| match ev {
@@ -296,6 +294,7 @@ fn dump_and_delete(
             }
         }
     });
+    let dump_seconds = start.elapsed().as_secs_f64();
     let stats = match stats {
         Ok(s) => s,
         Err(e) => {
@@ -329,5 +328,5 @@ fn dump_and_delete(
         progress.deleted.store(rep.deleted, Ordering::Relaxed);
     }
     progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
-    Ok(())
+    Ok(dump_seconds)
 }

@@ -5,7 +5,6 @@
 //! (`IPCTNL_MSG_CT_GET_STATS`), which a flush does not report.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::time::Instant;
 
 use crate::attr::{be32, parse_ack, Attrs, MsgBuf, Msgs};
 use crate::conntrack::Conntrack;
@@ -74,19 +73,51 @@ pub fn encode_flush(b: &mut MsgBuf, family: Family, f: &FlushFilter, seq: u32) {
     b.end_msg(m);
 }
 
-/// A filter no flow can match: UDP to port 0 of the unspecified address. Flushing it tests
-/// support and measures the cost of one walk over the table.
-pub fn probe_filter(family: Family) -> FlushFilter {
-    let unspecified = match family {
+/// A flag bit no kernel defines in `CTA_FILTER_ORIG_FLAGS` (the defined ones end far below it).
+const UNKNOWN_FILTER_FLAG: u32 = 1 << 31;
+
+/// Encodes the support probe: a DELETE with a complete original tuple no flow has (UDP from
+/// port 0 of the unspecified address to the same) and a `CTA_FILTER` whose flags carry an
+/// unknown bit. No kernel walks the table for it, and the errno says which kind answered
+/// (net/netfilter/nf_conntrack_netlink.c):
+/// - with filtered flushes (2024 and later), `ctnetlink_del_conntrack` hands any request with
+///   `CTA_FILTER` to `ctnetlink_flush_conntrack`, whose `ctnetlink_alloc_filter` →
+///   `ctnetlink_parse_filter` refuses the unknown bit before `nf_ct_iterate_cleanup_net` runs:
+///   EINVAL from the `NLA_POLICY_MASK(NLA_U32, CTA_FILTER_F_ALL)` policy of current kernels
+///   (6.18 here), EOPNOTSUPP from the explicit `~CTA_FILTER_F_ALL` test it replaced;
+/// - without them, `ctnetlink_del_conntrack` ignores `CTA_FILTER`, parses the tuple
+///   (`ctnetlink_parse_tuple`) and looks it up by hash (`nf_conntrack_find_get`): ENOENT.
+///   (A probe without the tuple would be unsafe there: kernels before `CTA_FILTER` existed
+///   flush the whole table for it.)
+pub fn encode_flush_probe(b: &mut MsgBuf, family: Family, seq: u32) {
+    let m = b.begin_msg(
+        ct_type(IPCTNL_MSG_CT_DELETE),
+        NLM_F_REQUEST | NLM_F_ACK,
+        seq,
+        family.af(),
+    );
+    let none = Some(match family {
         Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    });
+    let tuple = TupleFilter {
+        src: none,
+        dst: none,
+        src_port: Some(0),
+        dst_port: Some(0),
     };
-    FlushFilter {
-        proto: IPPROTO_UDP,
-        orig_dst: Some(unspecified),
-        orig_dst_port: Some(0),
-        reply_src: Some(unspecified),
-        reply_src_port: Some(0),
+    let orig = put_filter_tuple(b, CTA_TUPLE_ORIG, IPPROTO_UDP, &tuple);
+    put_filter_flags(b, orig | UNKNOWN_FILTER_FLAG, 0);
+    b.end_msg(m);
+}
+
+/// What the probe's errno says (see [`encode_flush_probe`]): the two errnos of filter parsing
+/// mean support; ENOENT (the exact lookup of an older kernel), success (an older kernel found
+/// and deleted a flow with that tuple) or anything else means none, and the full pass stays.
+pub fn flush_support_from_errno(errno: i32) -> FlushSupport {
+    match errno {
+        libc::EINVAL | libc::EOPNOTSUPP => FlushSupport::Supported,
+        _ => FlushSupport::Unsupported,
     }
 }
 
@@ -142,36 +173,30 @@ impl Conntrack {
             .ok_or(Error::Malformed("stats reply without an entry count"))
     }
 
-    /// Tests filtered-flush support with a flush that matches nothing, and times it: that is
-    /// one walk over the table. Any failure counts as "unsupported" (the
-    /// full pass stays available and reports its own errors).
-    pub fn probe_flush(&mut self, family: Family) -> (FlushSupport, Option<f64>) {
-        if self.flush_support == FlushSupport::Unsupported {
-            return (self.flush_support, None);
+    /// Tests filtered-flush support with a request no kernel walks the table for
+    /// ([`encode_flush_probe`]); the answer is remembered on the handle. A socket error counts
+    /// as "unsupported" (the full pass reports its own errors).
+    pub fn probe_flush(&mut self, family: Family) -> FlushSupport {
+        // nfnetlink answers a request for an absent ctnetlink with a bare EINVAL too; a stats
+        // request (per-CPU counters, no walk) tells that case apart.
+        if self.table_count().is_err() {
+            self.flush_support = FlushSupport::Unsupported;
+            return self.flush_support;
         }
-        let start = Instant::now();
-        match self.flush(family, &probe_filter(family)) {
-            Ok(()) => {
-                self.flush_support = FlushSupport::Supported;
-                (self.flush_support, Some(start.elapsed().as_secs_f64()))
-            }
-            Err(_) => {
-                self.flush_support = FlushSupport::Unsupported;
-                (self.flush_support, None)
-            }
-        }
+        let seq = self.next_seq();
+        self.out.clear();
+        encode_flush_probe(&mut self.out, family, seq);
+        self.flush_support = match self.request_ack("probe filtered flush", seq, |_| {}) {
+            Ok((errno, _)) => flush_support_from_errno(errno),
+            Err(_) => FlushSupport::Unsupported,
+        };
+        self.flush_support
     }
 
-    /// Probes filtered-flush support once, at open, so no cleanup pass pays for it; the walk
-    /// it timed is the first sample of both families' cost models. Never fails: a kernel or a
-    /// socket that cannot flush simply gets full passes.
+    /// Probes filtered-flush support once, at open: one request and one ack, whatever the
+    /// table's size. Never fails: a kernel or a socket that cannot flush gets full passes.
     pub(crate) fn probe_at_open(&mut self) {
-        let table = self.table_count().ok();
-        if let ((_, Some(walk)), Some(t)) = (self.probe_flush(Family::V4), table) {
-            for f in [Family::V4, Family::V6] {
-                self.stale.family(f).cost.record_walk(walk, t);
-            }
-        }
+        self.probe_flush(Family::V4);
     }
 
     /// Sends the request in the output buffer and reads its replies up to the ack with `seq`;
@@ -180,8 +205,22 @@ impl Conntrack {
         &mut self,
         op: &'static str,
         seq: u32,
-        mut on_msg: impl FnMut(&crate::attr::Msg<'_>),
+        on_msg: impl FnMut(&crate::attr::Msg<'_>),
     ) -> Result<()> {
+        match self.request_ack(op, seq, on_msg)? {
+            (0, _) => Ok(()),
+            (errno, msg) => Err(from_errno(op, errno, msg)),
+        }
+    }
+
+    /// Like [`Self::request`], but the ack's errno (0 for success) and extended message are
+    /// returned as they are, for callers that decide by errno.
+    fn request_ack(
+        &mut self,
+        op: &'static str,
+        seq: u32,
+        mut on_msg: impl FnMut(&crate::attr::Msg<'_>),
+    ) -> Result<(i32, String)> {
         self.sock.send(&self.out.buf)?;
         loop {
             let n = match self.sock.recv(&mut self.rbuf, false) {
@@ -203,12 +242,25 @@ impl Conntrack {
                     continue;
                 }
                 let ack = parse_ack(&m)?;
-                if ack.errno == 0 {
-                    return Ok(());
-                }
                 let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
-                return Err(from_errno(op, ack.errno, msg.unwrap_or_default()));
+                return Ok((ack.errno, msg.unwrap_or_default()));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_errnos_of_filter_parsing_mean_support() {
+        for errno in [libc::EINVAL, libc::EOPNOTSUPP] {
+            assert_eq!(flush_support_from_errno(errno), FlushSupport::Supported);
+        }
+        // An older kernel's exact lookup, or its delete of a flow with the probe's tuple.
+        for errno in [libc::ENOENT, 0, libc::EPERM, libc::ENOMEM] {
+            assert_eq!(flush_support_from_errno(errno), FlushSupport::Unsupported);
         }
     }
 }

@@ -36,7 +36,9 @@ pub use flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
     Flow, Tuple,
 };
-pub use flush::{encode_flush, probe_filter, FlushFilter, FlushSupport};
+pub use flush::{
+    encode_flush, encode_flush_probe, flush_support_from_errno, FlushFilter, FlushSupport,
+};
 pub use handle::{ConntrackHandle, Handle};
 pub use stale::{is_headless, Endpoint, Protocol, ServicePort, StaleMatcher};
 pub use stale_diff::{stale_diff, StaleDiff};

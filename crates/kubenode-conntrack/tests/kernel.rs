@@ -4,7 +4,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{dnat, ep, ip, svc, tcp, Netns};
+use common::{dnat, dns_flows, ep, ip, svc, tcp, Netns};
 use kubenode_conntrack::{
     clean_stale, CleanOptions, DumpFilter, Error, Family, Flow, Progress, StaleMatcher,
     MAX_DUMP_ATTEMPTS,
@@ -112,19 +112,7 @@ fn failed_item_does_not_abort_the_batch() {
 fn large_batches_span_many_sendmsgs() {
     let ns = Netns::new();
     let mut ct = ns.open();
-    let flows: Vec<Flow> = (0..30_000u32)
-        .map(|i| {
-            let c = format!("10.1.{}.{}", i / 250, i % 250 + 1);
-            dnat(
-                &c,
-                1000 + (i % 50) as u16,
-                "10.96.0.10",
-                53,
-                "10.244.0.5",
-                5353,
-            )
-        })
-        .collect();
+    let flows = dns_flows(30_000);
     let r = ct.create(Family::V4, &flows).unwrap();
     assert_eq!(r.ok, 30_000, "{r:?}");
     assert!(r.sendmsgs > 1);

@@ -46,10 +46,8 @@ fn a_filtered_flush_deletes_exactly_the_matching_flows() {
     ];
     assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 7);
     assert_eq!(ct.table_count().unwrap(), 7);
-    // The probe matches nothing.
-    let (support, walk) = ct.probe_flush(Family::V4);
-    assert_eq!(support, FlushSupport::Supported);
-    assert!(walk.is_some());
+    // The probe is refused before any entry is looked at.
+    assert_eq!(ct.probe_flush(Family::V4), FlushSupport::Supported);
     assert_eq!(ct.table_count().unwrap(), 7, "the probe deletes nothing");
 
     // One (VIP:port, backend) pair: only that frontend's UDP flows to that backend.
@@ -196,4 +194,37 @@ fn a_partial_pass_makes_the_next_one_full() {
     assert_eq!(r.full_reason, Some(FullReason::PreviousIncomplete));
     let r = pass(&mut ct, &t, false);
     assert_eq!(r.path, CleanPath::Unchanged);
+}
+
+#[test]
+fn the_walk_cost_comes_from_the_full_pass_dump_then_from_flushes() {
+    let ns = Netns::new();
+    let mut ct = ns.open();
+    let flows: Vec<_> = (0..2000u16)
+        .map(|i| dnat("10.0.0.1", 1000 + i, "10.96.0.10", 53, "10.244.0.5", 5353))
+        .collect();
+    assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 2000);
+    // Nothing walked the table at open, so nothing is known of a walk yet.
+    assert_eq!(ct.stale_costs_mut(Family::V4).walk_per_entry(2000), None);
+    let mut t = Tables {
+        services: vec![svc("dns", "10.96.0.10", 53, 0)],
+        endpoints: HashMap::from([(
+            "dns".to_string(),
+            vec![ep("10.244.0.5", 5353), ep("10.244.0.6", 5353)],
+        )]),
+    };
+    assert_eq!(pass(&mut ct, &t, false).path, CleanPath::Full);
+    let from_dump = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
+    assert!(from_dump.is_some_and(|w| w > 0.0), "{from_dump:?}");
+    // The first decision after it compares real figures, with no probe in between.
+    t.endpoints
+        .insert("dns".into(), vec![ep("10.244.0.5", 5353)]);
+    let r = pass(&mut ct, &t, false);
+    let e = r.estimate.expect("estimated from the full pass");
+    assert!(e.targeted_seconds > 0.0 && e.full_seconds > 0.0, "{r:?}");
+    // One walk against a pass that dumped and filled every entry: targeted on any load.
+    assert_eq!((r.path, r.flushes), (CleanPath::Targeted, 1), "{r:?}");
+    // The flush was timed, and its measure replaces the estimate.
+    let measured = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
+    assert!(measured.is_some_and(|w| w > 0.0) && measured != from_dump);
 }

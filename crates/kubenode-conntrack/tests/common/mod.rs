@@ -92,6 +92,18 @@ pub fn dnat(client: &str, sport: u16, vip: &str, vport: u16, backend: &str, bpor
     }
 }
 
+/// `n` distinct DNATed UDP flows to 10.96.0.10:53, all answered by 10.244.0.5:5353 (50 source
+/// ports per client from 10.1.0.0 up).
+pub fn dns_flows(n: u32) -> Vec<Flow> {
+    (0..n)
+        .map(|i| {
+            let client = std::net::Ipv4Addr::from(0x0a01_0000 + i / 50).to_string();
+            let sport = 1000 + (i % 50) as u16;
+            dnat(&client, sport, "10.96.0.10", 53, "10.244.0.5", 5353)
+        })
+        .collect()
+}
+
 pub fn tcp(client: &str, sport: u16, vip: &str, vport: u16, backend: &str, bport: u16) -> Flow {
     let mut f = dnat(client, sport, vip, vport, backend, bport);
     f.orig.proto = 6;
