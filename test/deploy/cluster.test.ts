@@ -312,7 +312,8 @@ describe('servicecidr-controller under its deploy/ roles', () => {
 
   // Each grant of the ClusterRole and the Role, taken away in turn. Events are written only when
   // the Ready condition cannot be set, so that variant also loses `patch servicecidrs/status`
-  // (the variant without it alone shows the Event being written).
+  // (the variant without it alone shows the Event being written). The `list` grants serve the
+  // LIST fallback of the watch-list informers (`list: true`): without them the controller works.
   const variants: { without: string; also?: string[]; list?: boolean }[] = [
     { without: 'list servicecidrs', list: true },
     { without: 'watch servicecidrs' },
@@ -350,12 +351,19 @@ describe('servicecidr-controller under its deploy/ roles', () => {
       try {
         const name = `variant-${i}`;
         await createCIDR(net, name, [`10.251.${i}.0/24`]);
+        if (v.list) {
+          // The informers take their initial state over the watch (watch-list); LIST is only
+          // the fallback for an API server that refuses that, which this one does not. So
+          // without the grant the controller still works, and says nothing about it.
+          await waitReady(net, name, 30_000);
+          expect(errorsNaming(d, verb, resource)).toEqual([]);
+          continue;
+        }
         await waitFor(
           () => `without ${v.without}: an error naming it (stderr: ${d.stderr()})`,
           () => errorsNaming(d, verb, resource).length > 0,
           30_000,
         );
-        if (v.list) expect((await httpGet(`${d.base}/readyz`)).status).toBe(500);
         if (v.without === 'patch servicecidrs/status') {
           // With `create events`, the failure is also an Event on the ServiceCIDR.
           await waitFor(`a Warning Event on ${name}`, async () =>
