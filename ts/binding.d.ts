@@ -280,7 +280,7 @@ export interface ConntrackCleanOutcome {
   /** The estimates a cost decision compared, in seconds. */
   targetedEstimate?: number
   fullEstimate?: number
-  /** Filtered flushes sent. */
+  /** Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each. */
   flushes: number
   error?: NativeError
 }

@@ -82,7 +82,7 @@ export interface CleanResult {
   fullReason?: FullReason;
   /** The estimates a cost decision compared. */
   estimate?: CleanEstimate;
-  /** Filtered flushes sent (targeted path). */
+  /** Removed (frontend, backend) pairs walked on the targeted path, one kernel-filtered dump each. */
   flushes: number;
 }
 

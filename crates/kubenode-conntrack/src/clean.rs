@@ -1,9 +1,10 @@
 //! One cleanup pass. A full pass is a single dump filtered to the matcher's protocol, decided
 //! per entry as it streams, then the stale entries deleted in batches by exact tuple and ID;
 //! memory grows with the stale entries, never with the table. Between full passes a handle
-//! can take the targeted path: the diff since its last successful pass, deleted with one
-//! filtered flush per removed (frontend, backend) pair (see `stale_diff`), when the measured
-//! costs say that beats a full pass.
+//! can take the targeted path: the diff since its last successful pass, one kernel-filtered
+//! dump per removed (frontend, backend) pair (the fields a filtered flush would match, see
+//! `stale_diff`) plus exact deletes, when the measured costs say that beats a full pass. The
+//! kernel's filtered-flush support (probed at open) is what the targeted path requires of it.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
@@ -63,11 +64,9 @@ pub enum FullReason {
 pub struct CleanReport {
     /// Entries the kernel returned for the (UDP-filtered) dumps of the pass.
     pub listed: u64,
-    /// Entries selected as stale (on the targeted path, including those its flushes deleted).
+    /// Entries selected as stale.
     pub stale: u64,
-    /// Upstream's count: deleted now or already gone (ENOENT). A flush does not report what it
-    /// deleted: its share is the drop of the table's entry count around the flushes, in which
-    /// an entry still held by a packet in flight only counts once freed (an undercount).
+    /// Upstream's count: deleted now or already gone (ENOENT).
     pub deleted: u64,
     pub not_found: u64,
     pub failed: u64,
@@ -81,7 +80,7 @@ pub struct CleanReport {
     pub full_reason: Option<FullReason>,
     /// The estimates the choice compared, when it was a cost decision.
     pub estimate: Option<Estimate>,
-    /// Filtered flushes sent.
+    /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
     pub flushes: u64,
 }
 
@@ -234,28 +233,26 @@ fn targeted_pass(
         ..Default::default()
     };
     if !diff.flushes.is_empty() {
-        progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
-        let before = ct.table_count()?;
-        for (i, f) in diff.flushes.iter().enumerate() {
-            let t = Instant::now();
-            match ct.flush(family, f) {
-                Ok(()) => {
-                    let walk = t.elapsed().as_secs_f64();
-                    ct.stale.family(family).cost.record_walk(walk, before);
-                }
-                // Only before anything was deleted may the caller fall back to a full pass.
-                Err(e @ Error::Unsupported { .. }) if i == 0 => return Err(e),
-                Err(e) => {
-                    rep.failed += 1;
-                    rep.first_error.get_or_insert_with(|| e.to_string());
-                }
-            }
+        // Per removed (frontend, backend) pair, one dump filtered in the kernel by exactly the
+        // fields a filtered flush would match, then exact deletes by tuple and ID. It walks the
+        // table once per pair, as a flush does, but the kernel hands back what matched: each flow
+        // is decided by the full pass's rule and `deleted` counts what went. A flush reports no
+        // count, and the table's entry count does not drop at once for flows that packets
+        // created, so kube-proxy's deleted-entries metric would read 0.
+        let table = ct.table_count()?;
+        for f in &diff.flushes {
+            let walk = dump_and_delete(
+                ct,
+                family,
+                &f.dump_filter(),
+                matcher,
+                false,
+                progress,
+                &mut rep,
+            )?;
+            ct.stale.family(family).cost.record_walk(walk, table);
             rep.flushes += 1;
         }
-        let gone = before.saturating_sub(ct.table_count()?);
-        rep.stale += gone;
-        rep.deleted += gone;
-        progress.deleted.store(rep.deleted, Ordering::Relaxed);
     }
     for filter in &diff.frontends {
         dump_and_delete(ct, family, filter, matcher, false, progress, &mut rep)?;

@@ -224,6 +224,9 @@ pub struct DumpFilter {
     /// Original destination IP and port; both need `proto`.
     pub orig_dst: Option<IpAddr>,
     pub orig_dst_port: Option<u16>,
+    /// Reply source IP and port (the backend a flow was DNATed to); both need `proto`.
+    pub reply_src: Option<IpAddr>,
+    pub reply_src_port: Option<u16>,
 }
 
 impl DumpFilter {
@@ -231,16 +234,25 @@ impl DumpFilter {
         self.proto.is_none_or(|p| f.orig.proto == p)
             && self.orig_dst.is_none_or(|d| f.orig.dst == Some(d))
             && self.orig_dst_port.is_none_or(|p| f.orig.dst_port == p)
+            && self.reply_src.is_none_or(|s| f.reply.src == Some(s))
+            && self.reply_src_port.is_none_or(|p| f.reply.src_port == p)
     }
 
     pub fn validate(&self, family: Family) -> Result<()> {
-        if (self.orig_dst.is_some() || self.orig_dst_port.is_some()) && self.proto.is_none() {
+        let tuple = self.orig_dst.is_some()
+            || self.orig_dst_port.is_some()
+            || self.reply_src.is_some()
+            || self.reply_src_port.is_some();
+        if tuple && self.proto.is_none() {
             return Err(Error::InvalidArgument(
                 "a destination filter needs a protocol filter as well".into(),
             ));
         }
         if let Some(d) = self.orig_dst {
             check_family(family, &d, || "dstIP".to_string())?;
+        }
+        if let Some(s) = self.reply_src {
+            check_family(family, &s, || "reply srcIP".to_string())?;
         }
         Ok(())
     }
@@ -304,13 +316,28 @@ pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32
         family.af(),
     );
     if let Some(proto) = filter.proto {
-        let t = TupleFilter {
-            dst: filter.orig_dst,
-            dst_port: filter.orig_dst_port,
-            ..Default::default()
-        };
-        let flags = put_filter_tuple(b, CTA_TUPLE_ORIG, proto, &t);
-        put_filter_flags(b, flags, 0);
+        put_filter(b, proto, filter);
     }
     b.end_msg(m);
+}
+
+/// Encodes `filter`'s fields as `CTA_FILTER` tuples and flags: the original tuple always (at
+/// least the protocol), the reply tuple when a reply field is set. Dumps and flushes share it.
+pub(crate) fn put_filter(b: &mut MsgBuf, proto: u8, filter: &DumpFilter) {
+    let t = TupleFilter {
+        dst: filter.orig_dst,
+        dst_port: filter.orig_dst_port,
+        ..Default::default()
+    };
+    let flags = put_filter_tuple(b, CTA_TUPLE_ORIG, proto, &t);
+    let mut reply_flags = 0;
+    if filter.reply_src.is_some() || filter.reply_src_port.is_some() {
+        let r = TupleFilter {
+            src: filter.reply_src,
+            src_port: filter.reply_src_port,
+            ..Default::default()
+        };
+        reply_flags = put_filter_tuple(b, CTA_TUPLE_REPLY, proto, &r);
+    }
+    put_filter_flags(b, flags, reply_flags);
 }

@@ -10,7 +10,7 @@ use crate::attr::{be32, parse_ack, Attrs, MsgBuf, Msgs};
 use crate::conntrack::Conntrack;
 use crate::consts::*;
 use crate::error::{from_errno, from_io, Error, Result};
-use crate::flow::{put_filter_flags, put_filter_tuple, Family, TupleFilter};
+use crate::flow::{put_filter, put_filter_flags, put_filter_tuple, Family, TupleFilter};
 use crate::socket::RECV_BUF;
 
 /// The flows one filtered flush deletes: protocol, plus any of original destination IP and
@@ -33,6 +33,18 @@ impl FlushFilter {
             && self.reply_src.is_none_or(|s| f.reply.src == Some(s))
             && self.reply_src_port.is_none_or(|p| f.reply.src_port == p)
     }
+
+    /// The same selection as a dump filter: the targeted path lists a pair's flows and
+    /// deletes them by exact tuple and ID, which reports what it deleted (a flush does not).
+    pub fn dump_filter(&self) -> crate::flow::DumpFilter {
+        crate::flow::DumpFilter {
+            proto: Some(self.proto),
+            orig_dst: self.orig_dst,
+            orig_dst_port: self.orig_dst_port,
+            reply_src: self.reply_src,
+            reply_src_port: self.reply_src_port,
+        }
+    }
 }
 
 /// Whether this handle's kernel deletes by filter. Probed once per handle.
@@ -54,22 +66,7 @@ pub fn encode_flush(b: &mut MsgBuf, family: Family, f: &FlushFilter, seq: u32) {
         seq,
         family.af(),
     );
-    let orig = TupleFilter {
-        dst: f.orig_dst,
-        dst_port: f.orig_dst_port,
-        ..Default::default()
-    };
-    let orig_flags = put_filter_tuple(b, CTA_TUPLE_ORIG, f.proto, &orig);
-    let mut reply_flags = 0;
-    if f.reply_src.is_some() || f.reply_src_port.is_some() {
-        let reply = TupleFilter {
-            src: f.reply_src,
-            src_port: f.reply_src_port,
-            ..Default::default()
-        };
-        reply_flags = put_filter_tuple(b, CTA_TUPLE_REPLY, f.proto, &reply);
-    }
-    put_filter_flags(b, orig_flags, reply_flags);
+    put_filter(b, f.proto, &f.dump_filter());
     b.end_msg(m);
 }
 

@@ -77,6 +77,7 @@ pub fn stale_diff(old: &StaleMatcher, new: &StaleMatcher) -> StaleDiff {
         proto: Some(f.proto),
         orig_dst: f.orig_dst,
         orig_dst_port: f.orig_dst_port,
+        ..Default::default()
     };
     diff_keys(
         (&old.vip, &old.sets),

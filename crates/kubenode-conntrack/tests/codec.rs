@@ -63,6 +63,7 @@ fn single_vip_filtered_dump_request() {
         proto: Some(17),
         orig_dst: Some(v4(10, 96, 0, 10)),
         orig_dst_port: Some(53),
+        ..Default::default()
     };
     encode_dump(&mut b, Family::V4, &f, 1);
     let mut want = hdr(76, 0x0101, 0x0301, 1);

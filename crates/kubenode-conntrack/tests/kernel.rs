@@ -54,6 +54,7 @@ fn create_list_delete_ipv4_and_ipv6() {
         proto: Some(17),
         orig_dst: Some(ip("10.96.0.10")),
         orig_dst_port: Some(53),
+        ..Default::default()
     };
     assert_eq!(ct.list(Family::V4, &vip).unwrap().0.len(), 2);
     let (all6, _) = ct.list(Family::V6, &DumpFilter::default()).unwrap();

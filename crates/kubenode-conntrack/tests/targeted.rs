@@ -148,8 +148,9 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
         .insert("empty".into(), vec![ep("10.244.1.1", 5353)]);
     let r = pass(&mut ct, &t, false);
     assert_eq!(r.path, CleanPath::Targeted, "{r:?}");
-    // Two pairs flushed (VIP and node port); one frontend dumped.
-    assert_eq!((r.flushes, r.listed), (2, 1), "{r:?}");
+    // Two pairs walked (VIP and node port, one flow each) and one frontend (one flow): every
+    // listed flow was stale, and each was deleted by exact tuple.
+    assert_eq!((r.flushes, r.listed, r.stale), (2, 3, 3), "{r:?}");
     assert_eq!((r.deleted, r.failed), (3, 0), "{r:?}");
     let e = r.estimate.unwrap();
     assert!(e.targeted_seconds < e.full_seconds);

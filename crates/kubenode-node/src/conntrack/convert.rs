@@ -111,6 +111,7 @@ pub fn filter_in(x: ConntrackListFilter) -> Result<DumpFilter> {
         proto,
         orig_dst: x.dst_ip.as_deref().map(|s| ip("dstIP", s)).transpose()?,
         orig_dst_port: x.dst_port.map(|p| port("dstPort", p)).transpose()?,
+        ..Default::default()
     })
 }
 

@@ -110,7 +110,7 @@ pub struct ConntrackCleanOutcome {
     /// The estimates a cost decision compared, in seconds.
     pub targeted_estimate: Option<f64>,
     pub full_estimate: Option<f64>,
-    /// Filtered flushes sent.
+    /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
     pub flushes: f64,
     pub error: Option<NativeError>,
 }
