@@ -316,7 +316,7 @@ function changeReport(passes: Pass[], flows: number, stale: number, staleOne: nu
   ];
   const n = (x: number) => x.toLocaleString('en-US');
   return [
-    `Endpoint-change cleanup: the handle's previous pass saw every endpoint serving; the timed call gets the changed tables. "bench": every service's last endpoint removed (${n(stale)} stale of ${n(flows)}); "one": only svc0's last endpoint removed (${n(staleOne)} stale). The handle picks the path by the costs it measured (a walk of the table per filtered flush, against its last full pass); "targeted" pins the targeted path (one filtered flush per removed endpoint). Ratios are wall-time speed-ups of the row over Go and over kubenode's full pass on the same table, same run.`,
+    `Endpoint-change cleanup: the handle's previous pass saw every endpoint serving; the timed call gets the changed tables. "bench": every service's last endpoint removed (${n(stale)} stale of ${n(flows)}); "one": only svc0's last endpoint removed (${n(staleOne)} stale). The handle picks the path by the costs it measured (a kernel-filtered walk of the table per removed (frontend, endpoint) pair, against its last full pass); "targeted" pins the targeted path (one kernel-filtered dump per removed endpoint, then exact deletes). Ratios are wall-time speed-ups of the row over Go and over kubenode's full pass on the same table, same run.`,
     '',
     '| table | implementation | path | samples | wall (median) | vs go-upstream | vs kubenode full pass |',
     '|---|---|---|---:|---:|---:|---:|',
