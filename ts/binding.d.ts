@@ -281,7 +281,7 @@ export interface ConntrackCleanOutcome {
   targetedEstimate?: number
   fullEstimate?: number
   /** Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each. */
-  flushes: number
+  pairs: number
   error?: NativeError
 }
 

@@ -83,7 +83,7 @@ export interface CleanResult {
   /** The estimates a cost decision compared. */
   estimate?: CleanEstimate;
   /** Removed (frontend, backend) pairs walked on the targeted path, one kernel-filtered dump each. */
-  flushes: number;
+  pairs: number;
 }
 
 /**
@@ -149,6 +149,6 @@ export async function cleanStaleEntries(
     ...(o.targetedEstimate !== undefined && o.fullEstimate !== undefined
       ? { estimate: { targetedSeconds: o.targetedEstimate, fullSeconds: o.fullEstimate } }
       : {}),
-    flushes: o.flushes,
+    pairs: o.pairs,
   };
 }

@@ -81,7 +81,7 @@ pub struct CleanReport {
     /// The estimates the choice compared, when it was a cost decision.
     pub estimate: Option<Estimate>,
     /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
-    pub flushes: u64,
+    pub pairs: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -179,7 +179,7 @@ fn choose(ct: &mut Conntrack, family: Family, diff: StaleDiff) -> Choice {
     if ct.flush_support == FlushSupport::Unknown {
         ct.probe_flush(family);
     }
-    if ct.flush_support == FlushSupport::Unsupported && !diff.flushes.is_empty() {
+    if ct.flush_support == FlushSupport::Unsupported && !diff.pairs.is_empty() {
         return Choice::Full(FullReason::Unsupported, None);
     }
     let est = ct.stale.family(family).cost.estimate(diff.walks(), table);
@@ -232,7 +232,7 @@ fn targeted_pass(
         attempts: 1,
         ..Default::default()
     };
-    if !diff.flushes.is_empty() {
+    if !diff.pairs.is_empty() {
         // Per removed (frontend, backend) pair, one dump filtered in the kernel by exactly the
         // fields a filtered flush would match, then exact deletes by tuple and ID. It walks the
         // table once per pair, as a flush does, but the kernel hands back what matched: each flow
@@ -240,7 +240,7 @@ fn targeted_pass(
         // count, and the table's entry count does not drop at once for flows that packets
         // created, so kube-proxy's deleted-entries metric would read 0.
         let table = ct.table_count()?;
-        for f in &diff.flushes {
+        for f in &diff.pairs {
             let walk = dump_and_delete(
                 ct,
                 family,
@@ -251,7 +251,7 @@ fn targeted_pass(
                 &mut rep,
             )?;
             ct.stale.family(family).cost.record_walk(walk, table);
-            rep.flushes += 1;
+            rep.pairs += 1;
         }
     }
     for filter in &diff.frontends {

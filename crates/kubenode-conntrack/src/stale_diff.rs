@@ -6,10 +6,11 @@
 //! matcher whose serving set lacks `f`'s reply source `b`. Either `k` was not a key before (a
 //! new frontend, or one whose service had no serving endpoint and was skipped) — then
 //! every flow to `k` is decided again from a dump filtered to `k` — or `k` was a key and,
-//! since `f` was not stale then, `b` was in its old set: `(k, b)` is a removed pair, and a
-//! flush filtered to exactly `k` and `b` deletes `f`. Conversely every flow such a flush
-//! deletes is stale under the new tables (`k` is a key whose set lacks `b`), so no flow to a
-//! serving endpoint is touched. Flows created stale between two passes (a race upstream's
+//! since `f` was not stale then, `b` was in its old set: `(k, b)` is a removed pair, and the
+//! dump filtered to exactly `k` and `b` returns `f`. Conversely every flow such a filter
+//! selects is stale under the new tables (`k` is a key whose set lacks `b`), and each is also
+//! decided by the full pass's rule before it is deleted, so no flow to a serving endpoint is
+//! touched. Flows created stale between two passes (a race upstream's
 //! every-sync full pass also only catches at its next run) are left to the periodic full pass.
 
 use crate::consts::IPPROTO_UDP;
@@ -21,8 +22,8 @@ use crate::stale::{Backend, StaleMatcher};
 /// The work a targeted pass does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StaleDiff {
-    /// One filtered flush per removed (frontend, backend) pair.
-    pub flushes: Vec<FlushFilter>,
+    /// One kernel filter per removed (frontend, backend) pair: its flows are dumped and deleted.
+    pub pairs: Vec<FlushFilter>,
     /// Frontends the old matcher did not know: each is dumped (filtered in the kernel to the
     /// frontend) and decided flow by flow with the new matcher.
     pub frontends: Vec<DumpFilter>,
@@ -31,17 +32,17 @@ pub struct StaleDiff {
 impl StaleDiff {
     /// Nothing can have become stale.
     pub fn is_empty(&self) -> bool {
-        self.flushes.is_empty() && self.frontends.is_empty()
+        self.pairs.is_empty() && self.frontends.is_empty()
     }
 
     /// Walks over the table the targeted pass costs (one per flush or dump).
     pub fn walks(&self) -> usize {
-        self.flushes.len() + self.frontends.len()
+        self.pairs.len() + self.frontends.len()
     }
 }
 
 /// The diff of one kind of frontend key: new keys become frontend dumps, backends gone from a
-/// known key become flushes.
+/// known key become pairs.
 fn diff_keys<K: std::hash::Hash + Eq + Copy>(
     (old, old_sets): (&FxMap<K, u32>, &[FxSet<Backend>]),
     (new, new_sets): (&FxMap<K, u32>, &[FxSet<Backend>]),
@@ -57,7 +58,7 @@ fn diff_keys<K: std::hash::Hash + Eq + Copy>(
             Some(&j) => {
                 let before = old_sets.get(j as usize).unwrap_or(&empty);
                 let gone = before.iter().filter(|b| !now.contains(b));
-                d.flushes.extend(gone.map(|&b| pair(k, b)));
+                d.pairs.extend(gone.map(|&b| pair(k, b)));
             }
         }
     }

@@ -400,7 +400,7 @@ proptest! {
     }
 
     /// The targeted path deletes what the full pass would: on a table the old tables left
-    /// clean, the flows the diff's flushes match, plus the stale ones among the flows its
+    /// clean, the flows the diff's pair filters match, plus the stale ones among the flows its
     /// frontend dumps list, are exactly the flows the new tables call stale.
     #[test]
     fn the_diff_selects_what_the_full_pass_selects(
@@ -412,7 +412,7 @@ proptest! {
         let table: Vec<&Flow> = flows.iter().filter(|f| !old.is_stale(f)).collect();
         let d = stale_diff(&old, &new);
         for f in &table {
-            let flushed = d.flushes.iter().any(|x| x.matches(f));
+            let flushed = d.pairs.iter().any(|x| x.matches(f));
             let dumped = d.frontends.iter().any(|x| x.matches(f)) && new.is_stale(f);
             prop_assert!(!flushed || new.is_stale(f), "a flush hits a kept flow: {:?}", f);
             prop_assert_eq!(flushed || dumped, new.is_stale(f), "{:?} {:?}", f, d);

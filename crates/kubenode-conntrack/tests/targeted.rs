@@ -1,4 +1,4 @@
-//! Filtered flushes and the targeted cleanup path, against the real kernel.
+//! Filtered flushes, the per-pair filtered dumps and the targeted cleanup path, against the real kernel.
 
 mod common;
 
@@ -125,7 +125,7 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
         (CleanPath::Full, Some(FullReason::First))
     );
     let r = pass(&mut ct, &t, false);
-    assert_eq!((r.path, r.flushes), (CleanPath::Unchanged, 0), "{r:?}");
+    assert_eq!((r.path, r.pairs), (CleanPath::Unchanged, 0), "{r:?}");
 
     let flows = vec![
         dnat("10.0.0.1", 1000, "10.96.0.10", 53, "10.244.0.5", 5353),
@@ -150,7 +150,7 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
     assert_eq!(r.path, CleanPath::Targeted, "{r:?}");
     // Two pairs walked (VIP and node port, one flow each) and one frontend (one flow): every
     // listed flow was stale, and each was deleted by exact tuple.
-    assert_eq!((r.flushes, r.listed, r.stale), (2, 3, 3), "{r:?}");
+    assert_eq!((r.pairs, r.listed, r.stale), (2, 3, 3), "{r:?}");
     assert_eq!((r.deleted, r.failed), (3, 0), "{r:?}");
     let e = r.estimate.unwrap();
     assert!(e.targeted_seconds < e.full_seconds);
@@ -198,7 +198,7 @@ fn a_partial_pass_makes_the_next_one_full() {
 }
 
 #[test]
-fn the_walk_cost_comes_from_the_full_pass_dump_then_from_flushes() {
+fn the_walk_cost_comes_from_the_full_pass_dump_then_from_targeted_walks() {
     let ns = Netns::new();
     let mut ct = ns.open();
     let flows: Vec<_> = (0..2000u16)
@@ -224,7 +224,7 @@ fn the_walk_cost_comes_from_the_full_pass_dump_then_from_flushes() {
     let e = r.estimate.expect("estimated from the full pass");
     assert!(e.targeted_seconds > 0.0 && e.full_seconds > 0.0, "{r:?}");
     // One walk against a pass that dumped and filled every entry: targeted on any load.
-    assert_eq!((r.path, r.flushes), (CleanPath::Targeted, 1), "{r:?}");
+    assert_eq!((r.path, r.pairs), (CleanPath::Targeted, 1), "{r:?}");
     // The flush was timed, and its measure replaces the estimate.
     let measured = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
     assert!(measured.is_some_and(|w| w > 0.0) && measured != from_dump);

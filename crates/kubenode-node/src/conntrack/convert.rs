@@ -190,7 +190,7 @@ pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
         }),
         targeted_estimate: r.estimate.map(|e| e.targeted_seconds),
         full_estimate: r.estimate.map(|e| e.full_seconds),
-        flushes: r.flushes as f64,
+        pairs: r.pairs as f64,
         error: None,
     }
 }

@@ -174,7 +174,7 @@ impl Task for CleanTask {
                 full_reason: None,
                 targeted_estimate: None,
                 full_estimate: None,
-                flushes: 0.0,
+                pairs: 0.0,
                 error: Some((&e).into()),
             },
         })

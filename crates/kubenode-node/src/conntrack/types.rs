@@ -111,7 +111,7 @@ pub struct ConntrackCleanOutcome {
     pub targeted_estimate: Option<f64>,
     pub full_estimate: Option<f64>,
     /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
-    pub flushes: f64,
+    pub pairs: f64,
     pub error: Option<NativeError>,
 }
 
