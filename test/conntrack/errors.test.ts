@@ -84,12 +84,13 @@ describe('typed errors through the public API (checked before any netlink work)'
   };
 
   it('family mismatches are ConntrackFamilyError (a KubenodeTypeError)', async () => {
-    for (const p of [
-      ct.delete('IPv6', [v4Flow]),
-      createEntries(ct, 'IPv6', [v4Flow]),
-      ct.list('IPv6', { protocol: 'udp', dstIP: '10.96.0.10' }),
+    // Started one at a time: a call started early could reject before its handler is attached.
+    for (const call of [
+      () => ct.delete('IPv6', [v4Flow]),
+      () => createEntries(ct, 'IPv6', [v4Flow]),
+      () => ct.list('IPv6', { protocol: 'udp', dstIP: '10.96.0.10' }),
     ]) {
-      const e = await p.then(
+      const e = await call().then(
         () => undefined,
         (err: unknown) => err,
       );
