@@ -9,8 +9,11 @@ export type LogLine = Record<string, unknown>;
 
 export interface Daemon {
   child: ChildProcess;
-  /** `http://127.0.0.1:PORT` of the one health + metrics listener. */
-  base: string;
+  /**
+   * `http://127.0.0.1:PORT` of the one health + metrics listener, from its log line; port 0
+   * (nothing answers) until the daemon has logged it.
+   */
+  readonly base: string;
   /** stderr as written. */
   stderr(): string;
   /** stderr lines parsed as JSON (throws on a line that is not JSON). */
@@ -23,8 +26,8 @@ export interface Daemon {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function startDaemon(args: string[]): Daemon {
-  const port = 20000 + Math.floor(Math.random() * 30000);
-  const addr = `127.0.0.1:${port}`;
+  // Port 0: the daemon binds a free port and logs it; a random fixed port can be taken.
+  const addr = '127.0.0.1:0';
   // tsx as a loader in the one process: the tsx CLI's signal relay SIGKILLs a child that does not
   // acknowledge SIGTERM within 30 ms, which a loaded machine misses.
   const child = spawn(
@@ -46,9 +49,13 @@ export function startDaemon(args: string[]): Daemon {
   });
   child.stdout?.resume();
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  let base: string | undefined;
   return {
     child,
-    base: `http://${addr}`,
+    get base() {
+      base ??= /"msg":"Serving health and metrics".*?"addresses":\["([^"]+)"/.exec(err)?.[1];
+      return `http://${base ?? addr}`;
+    },
     stderr: () => err,
     logs: () =>
       err

@@ -1,6 +1,6 @@
 // `kubenode servicecidr-controller` as a process: runs against the real API server, serves
 // metrics, exits cleanly on SIGTERM, and reports configuration errors clearly.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,46 +23,39 @@ afterAll(async () => {
 
 describe('kubenode servicecidr-controller', () => {
   it('reconciles, serves metrics and stops cleanly on SIGTERM', async () => {
-    const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawn(
-      tsx,
-      [
-        main,
-        'servicecidr-controller',
-        '--kubeconfig',
-        api.kubeconfigFile,
-        '--workers',
-        '2',
-        '--leader-elect',
-        '--metrics-addr',
-        `127.0.0.1:${port}`,
-      ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr.on('data', (c) => {
-      stderr += c;
-    });
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    // Port 0 and the logged address: a fixed random port can be taken on a busy machine.
+    const d = startDaemon([
+      'servicecidr-controller',
+      '--kubeconfig',
+      api.kubeconfigFile,
+      '--workers',
+      '2',
+      '--leader-elect',
+      '--metrics-addr',
+      '127.0.0.1:0',
+    ]);
+    const why = () => `(alive: ${d.alive}; stderr: ${d.stderr})`;
     try {
+      await d.waitOutput(/Serving health and metrics/);
+      const port = /Serving health and metrics.*?127\.0\.0\.1:(\d+)/.exec(d.stderr)?.[1];
+      expect(port, why()).toBeDefined();
       const { net } = apis(api.kubeConfig);
       await createCIDR(net, 'cli-a', ['10.250.0.0/24']);
-      await waitReady(net, 'cli-a', 60_000);
-      const metrics = await waitFor('metrics', async () => {
+      await waitReady(net, 'cli-a', 60_000).catch((e: Error) => {
+        throw new Error(`${e.message} ${why()}`);
+      });
+      const metrics = await waitFor(`metrics ${why()}`, async () => {
         const r = await fetch(`http://127.0.0.1:${port}/metrics`);
         const t = await r.text();
         return t.includes('workqueue_adds_total{name="ipaddresses"}') && t;
       });
       expect(metrics).toMatch(/workqueue_work_duration_seconds_count\{name="ipaddresses"\} [1-9]/);
     } finally {
-      child.kill('SIGTERM');
+      expect(await d.stop(), why()).toBe(0);
     }
-    expect(await exited).toBe(0);
-    expect(stderr).toContain('"Starting" controller="service-cidr-controller"');
-    expect(stderr).toContain('"Shutting down" controller="service-cidr-controller"');
-    expect(stderr).toContain('successfully acquired lease');
+    expect(d.stderr).toContain('"Starting" controller="service-cidr-controller"');
+    expect(d.stderr).toContain('"Shutting down" controller="service-cidr-controller"');
+    expect(d.stderr).toContain('successfully acquired lease');
   }, 120_000);
 
   it('rejects a missing or broken kubeconfig with exit code 2', () => {
