@@ -1,4 +1,4 @@
-// The committed typings (ts/binding.d.ts) must describe exactly what the loaded binary exports.
+// The generated typings (ts/binding.d.ts) must describe exactly what the loaded binary exports.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { native } from '../ts/native.js';
