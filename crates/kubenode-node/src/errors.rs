@@ -95,6 +95,47 @@ pub enum ErrorKind {
     KubernetesVersion,
 }
 
+impl ErrorKind {
+    /// The code of an error of this kind: the one place a kind is filed under a code. (A
+    /// Kubernetes release that kubenode has no list for is `Unsupported`, a malformed one
+    /// `Parse`: that one call site picks the code itself.)
+    pub fn code(self) -> ErrorCode {
+        match self {
+            ErrorKind::InvalidArgument
+            | ErrorKind::Family
+            | ErrorKind::Config
+            | ErrorKind::InvalidPodUid => ErrorCode::InvalidArg,
+            ErrorKind::OutOfRange => ErrorCode::OutOfRange,
+            ErrorKind::Closed | ErrorKind::Io => ErrorCode::Io,
+            ErrorKind::Busy | ErrorKind::Conflict | ErrorKind::Exhausted | ErrorKind::Locked => {
+                ErrorCode::Conflict
+            }
+            ErrorKind::Permission => ErrorCode::Permission,
+            ErrorKind::Unavailable | ErrorKind::Unsupported => ErrorCode::Unsupported,
+            ErrorKind::Parse | ErrorKind::KubernetesVersion => ErrorCode::Parse,
+        }
+    }
+}
+
+/// Implements `From<&CoreError> for NativeError` for a core whose error kinds are named after
+/// the boundary's: each listed core kind becomes the [`ErrorKind`] of the same name, filed
+/// under that kind's [`ErrorKind::code`], with the subsystem's scope. The match stays
+/// exhaustive, so a new core kind without a boundary twin does not compile.
+macro_rules! native_error_from {
+    ($error:ty => $scope:ident, $core:ident: $($kind:ident)|+) => {
+        impl From<&$error> for $crate::errors::NativeError {
+            fn from(e: &$error) -> Self {
+                let kind = match e.kind() {
+                    $($core::$kind => $crate::errors::ErrorKind::$kind),+
+                };
+                $crate::errors::NativeError::new(kind.code(), kind, e)
+                    .scoped($crate::errors::ErrorScope::$scope)
+            }
+        }
+    };
+}
+pub(crate) use native_error_from;
+
 /// The subsystem whose core reported the error, for the subsystems that have their own error
 /// classes in JS. Absent for argument-conversion errors.
 #[napi(string_enum)]

@@ -14,23 +14,12 @@ use std::sync::atomic::Ordering;
 
 use super::types::*;
 use crate::convert;
-use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
+use crate::errors::{native_error_from, NativeError, Result};
 
-impl From<&CtError> for NativeError {
-    fn from(e: &CtError) -> Self {
-        let (code, kind) = match e.kind() {
-            CoreKind::InvalidArgument => (ErrorCode::InvalidArg, ErrorKind::InvalidArgument),
-            CoreKind::Family => (ErrorCode::InvalidArg, ErrorKind::Family),
-            CoreKind::OutOfRange => (ErrorCode::OutOfRange, ErrorKind::OutOfRange),
-            CoreKind::Busy => (ErrorCode::Conflict, ErrorKind::Busy),
-            CoreKind::Permission => (ErrorCode::Permission, ErrorKind::Permission),
-            CoreKind::Unavailable => (ErrorCode::Unsupported, ErrorKind::Unavailable),
-            CoreKind::Parse => (ErrorCode::Parse, ErrorKind::Parse),
-            CoreKind::Closed => (ErrorCode::Io, ErrorKind::Closed),
-            CoreKind::Io => (ErrorCode::Io, ErrorKind::Io),
-        };
-        NativeError::new(code, kind, e).scoped(ErrorScope::Conntrack)
-    }
+native_error_from! {
+    CtError => Conntrack,
+    CoreKind: InvalidArgument | Family | OutOfRange | Busy | Permission | Unavailable
+        | Parse | Closed | Io
 }
 
 /// For `map_err` on argument conversion, which throws.

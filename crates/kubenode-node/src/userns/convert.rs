@@ -13,7 +13,7 @@ use super::types::{
     UsernsListedPod, UsernsOutcome, UsernsPodCall, UsernsVerifyOutcome,
 };
 use crate::convert;
-use crate::errors::{ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
+use crate::errors::{native_error_from, Result};
 
 type CoreResult<T> = std::result::Result<T, CoreError>;
 
@@ -53,21 +53,10 @@ fn pod_name(pod: &OsStr) -> String {
     pod.to_string_lossy().into_owned()
 }
 
-impl From<&CoreError> for NativeError {
-    fn from(e: &CoreError) -> Self {
-        let (code, kind) = match e.kind() {
-            CoreKind::Config => (ErrorCode::InvalidArg, ErrorKind::Config),
-            CoreKind::Parse => (ErrorCode::Parse, ErrorKind::Parse),
-            CoreKind::Conflict => (ErrorCode::Conflict, ErrorKind::Conflict),
-            CoreKind::Exhausted => (ErrorCode::Conflict, ErrorKind::Exhausted),
-            CoreKind::Locked => (ErrorCode::Conflict, ErrorKind::Locked),
-            CoreKind::InvalidPodUid => (ErrorCode::InvalidArg, ErrorKind::InvalidPodUid),
-            CoreKind::Io => (ErrorCode::Io, ErrorKind::Io),
-            CoreKind::Permission => (ErrorCode::Permission, ErrorKind::Permission),
-            CoreKind::Unsupported => (ErrorCode::Unsupported, ErrorKind::Unsupported),
-        };
-        NativeError::new(code, kind, e).scoped(ErrorScope::Userns)
-    }
+native_error_from! {
+    CoreError => Userns,
+    CoreKind: Config | Parse | Conflict | Exhausted | Locked | InvalidPodUid | Io | Permission
+        | Unsupported
 }
 
 impl From<&IdMapping> for UsernsIdMapping {
