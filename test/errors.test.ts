@@ -150,6 +150,38 @@ describe('thrown errors carry the outcome fields', () => {
   });
 });
 
+describe('the TypeError and RangeError kinds', () => {
+  it('are built-in errors and kubenode errors with a fixed code, and only their own kind', () => {
+    const t = new KubenodeTypeError('bad type', { kind: 'family' });
+    expect([t instanceof TypeError, t instanceof KubenodeError, t instanceof KubenodeTypeError]).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect([t.name, t.code, t.kind, String(t)]).toEqual([
+      'KubenodeTypeError',
+      'ERR_KUBENODE_INVALID_ARG',
+      'family',
+      'KubenodeTypeError: bad type',
+    ]);
+    const r = new KubenodeRangeError('too big');
+    expect([r instanceof RangeError, r instanceof KubenodeError, r instanceof KubenodeTypeError]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    expect([r.name, r.code, 'kind' in r, KubenodeRangeError.name]).toEqual([
+      'KubenodeRangeError',
+      'ERR_KUBENODE_OUT_OF_RANGE',
+      false,
+      'KubenodeRangeError',
+    ]);
+    class Narrow extends KubenodeTypeError {}
+    expect(new Narrow('x') instanceof KubenodeTypeError).toBe(true);
+    expect(new Narrow('x').code).toBe('ERR_KUBENODE_INVALID_ARG');
+  });
+});
+
 describe('kubenode sysctl safe-list names the bad flag by kind', () => {
   const main = join(import.meta.dirname, '..', 'ts', 'cli', 'main.ts');
   const tsx = join(import.meta.dirname, '..', 'node_modules', '.bin', 'tsx');

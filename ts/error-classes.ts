@@ -53,31 +53,47 @@ Object.defineProperty(KubenodeError, Symbol.hasInstance, {
   },
 });
 
-/** A value of the wrong type or shape (not a number, not an integer, malformed text). */
-export class KubenodeTypeError extends TypeError {
-  /** Always `ERR_KUBENODE_INVALID_ARG`. */
-  readonly code = 'ERR_KUBENODE_INVALID_ARG' as const;
+/** A kubenode error that is also a built-in error `E` (a `TypeError`, a `RangeError`) with a fixed `code`. */
+export type BuiltinKubenodeError<E extends Error, C extends KubenodeErrorCode> = E & {
+  /** Always the kind's one code. */
+  readonly code: C;
   /** What went wrong, finer than `code`, when the core said. */
-  declare readonly kind?: KubenodeErrorKind;
-  constructor(message: string, options?: KubenodeErrorOptions) {
-    super(message, options);
-    this.name = 'KubenodeTypeError';
-    brand(this, options);
-  }
+  readonly kind?: KubenodeErrorKind;
+};
+
+/** The constructor of a {@link BuiltinKubenodeError}. */
+export type BuiltinKubenodeErrorClass<E extends Error, C extends KubenodeErrorCode> = new (
+  message: string,
+  options?: KubenodeErrorOptions,
+) => BuiltinKubenodeError<E, C>;
+
+// One definition for every built-in kind, as Node's own `ERR_INVALID_ARG_TYPE` is a TypeError.
+function builtinKind<E extends Error, const C extends KubenodeErrorCode>(
+  Base: new (message?: string, options?: ErrorOptions) => E,
+  code: C,
+  name: string,
+): BuiltinKubenodeErrorClass<E, C> {
+  const Kind = class extends (Base as new (message?: string, options?: ErrorOptions) => Error) {
+    readonly code = code;
+    constructor(message: string, options?: KubenodeErrorOptions) {
+      super(message, options);
+      this.name = name;
+      brand(this, options);
+    }
+  };
+  Object.defineProperty(Kind, 'name', { value: name });
+  return Kind as unknown as BuiltinKubenodeErrorClass<E, C>;
 }
 
+/** A value of the wrong type or shape (not a number, not an integer, malformed text). */
+export const KubenodeTypeError = builtinKind(TypeError, 'ERR_KUBENODE_INVALID_ARG', 'KubenodeTypeError');
+/** A value of the wrong type or shape (not a number, not an integer, malformed text). */
+export type KubenodeTypeError = BuiltinKubenodeError<TypeError, 'ERR_KUBENODE_INVALID_ARG'>;
+
 /** A number outside the range an operation accepts. */
-export class KubenodeRangeError extends RangeError {
-  /** Always `ERR_KUBENODE_OUT_OF_RANGE`. */
-  readonly code = 'ERR_KUBENODE_OUT_OF_RANGE' as const;
-  /** What went wrong, finer than `code`, when the core said. */
-  declare readonly kind?: KubenodeErrorKind;
-  constructor(message: string, options?: KubenodeErrorOptions) {
-    super(message, options);
-    this.name = 'KubenodeRangeError';
-    brand(this, options);
-  }
-}
+export const KubenodeRangeError = builtinKind(RangeError, 'ERR_KUBENODE_OUT_OF_RANGE', 'KubenodeRangeError');
+/** A number outside the range an operation accepts. */
+export type KubenodeRangeError = BuiltinKubenodeError<RangeError, 'ERR_KUBENODE_OUT_OF_RANGE'>;
 
 /** Every kubenode error: `KubenodeError` and its TypeError/RangeError kinds. */
 export type AnyKubenodeError = KubenodeError | KubenodeTypeError | KubenodeRangeError;

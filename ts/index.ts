@@ -5,6 +5,8 @@ export * as conntrack from './conntrack/index.js';
 export * as doctor from './doctor.js';
 export {
   type AnyKubenodeError,
+  type BuiltinKubenodeError,
+  type BuiltinKubenodeErrorClass,
   isKubenodeError,
   KubenodeError,
   type KubenodeErrorCode,
