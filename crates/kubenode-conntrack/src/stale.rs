@@ -45,29 +45,44 @@ impl Protocol {
     }
 }
 
-/// One service port as the proxier sees it (`ServicePort`), for one IP family.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServicePort {
+/// One service port for one IP family, as the proxier sees it (`ServicePort`). Generic over how
+/// its protocol and addresses are held, so the tables callers hand over ([`ServiceEntry`], text)
+/// and the checked form the rules read ([`ServicePort`]) are one type with one set of fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Service<Proto, ClusterIp, Ip> {
     /// The endpoints key (upstream's `ServicePortName`).
     pub name: String,
-    pub protocol: Protocol,
-    /// `None` for headless services, which the proxier never sees.
-    pub cluster_ip: Option<IpAddr>,
+    /// `"TCP"`, `"UDP"` or `"SCTP"` as handed over.
+    pub protocol: Proto,
+    /// Handed over as text, `""` or `"None"` for headless services; checked, `None` for those
+    /// (which the proxier never sees).
+    pub cluster_ip: ClusterIp,
     pub port: u16,
     /// 0 when the service has no node port.
     pub node_port: u16,
-    pub external_ips: Vec<IpAddr>,
+    pub external_ips: Vec<Ip>,
     /// Load-balancer VIPs (ingress IPs not in `ipMode: Proxy`).
-    pub load_balancer_ips: Vec<IpAddr>,
+    pub load_balancer_ips: Vec<Ip>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoint {
-    pub ip: IpAddr,
+/// A service port as the stale-flow rules read it: every value checked.
+pub type ServicePort = Service<Protocol, Option<IpAddr>, IpAddr>;
+
+/// A service port as callers hand it over (kube-proxy's view of one `ServicePort`), checked by
+/// [`stale_matcher`](crate::stale_matcher).
+pub type ServiceEntry = Service<String, String, String>;
+
+/// One endpoint of a service port; `Ip` is its address, checked or as handed over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoint<Ip = IpAddr> {
+    pub ip: Ip,
     pub port: u16,
     /// EndpointSlice `conditions.serving`, with nil already mapped to true.
     pub serving: bool,
 }
+
+/// One endpoint of a service port as callers hand it over.
+pub type EndpointEntry = Endpoint<String>;
 
 pub(crate) type Backend = (IpAddr, u16);
 
