@@ -31,8 +31,12 @@ pub const PHASE_IDLE: u8 = 0;
 pub const PHASE_LISTING: u8 = 1;
 pub const PHASE_DELETING: u8 = 2;
 
-/// Which path a pass took.
+/// Which path a cleanup pass took.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(string_enum = "camelCase", js_name = "ConntrackCleanPath")
+)]
 pub enum CleanPath {
     /// Upstream's whole-table pass.
     #[default]
@@ -43,8 +47,12 @@ pub enum CleanPath {
     Unchanged,
 }
 
-/// Why a full pass ran.
+/// Why a full cleanup pass ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(string_enum = "camelCase", js_name = "ConntrackFullReason")
+)]
 pub enum FullReason {
     /// The first pass of this family on the handle.
     First,

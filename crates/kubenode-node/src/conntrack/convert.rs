@@ -5,9 +5,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use kubenode_conntrack::{
-    parse_ip, protocol_number, CleanPath, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
-    ErrorKind as CoreKind, Flow, FullReason, Progress, ServiceEntry, Tuple, PHASE_DELETING,
-    PHASE_LISTING,
+    parse_ip, protocol_number, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
+    ErrorKind as CoreKind, Flow, Progress, ServiceEntry, Tuple, PHASE_DELETING, PHASE_LISTING,
 };
 use napi::bindgen_prelude::Either;
 use std::sync::atomic::Ordering;
@@ -175,19 +174,8 @@ pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
         attempts: r.attempts,
         seconds: r.seconds,
         first_error: r.first_error,
-        path: match r.path {
-            CleanPath::Full => ConntrackCleanPath::Full,
-            CleanPath::Targeted => ConntrackCleanPath::Targeted,
-            CleanPath::Unchanged => ConntrackCleanPath::Unchanged,
-        },
-        full_reason: r.full_reason.map(|w| match w {
-            FullReason::First => ConntrackFullReason::First,
-            FullReason::Requested => ConntrackFullReason::Requested,
-            FullReason::DryRun => ConntrackFullReason::DryRun,
-            FullReason::PreviousIncomplete => ConntrackFullReason::PreviousIncomplete,
-            FullReason::Unsupported => ConntrackFullReason::Unsupported,
-            FullReason::Cost => ConntrackFullReason::Cost,
-        }),
+        path: r.path,
+        full_reason: r.full_reason,
         targeted_estimate: r.estimate.map(|e| e.targeted_seconds),
         full_estimate: r.estimate.map(|e| e.full_seconds),
         pairs: r.pairs as f64,
