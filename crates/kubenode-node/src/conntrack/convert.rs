@@ -37,6 +37,11 @@ pub fn to_js(e: CtError) -> NativeError {
     NativeError::from(&e)
 }
 
+/// Converts every item of a list with `f`, which names the item by its index in messages.
+pub fn each<T, U>(items: &[T], f: impl Fn(usize, &T) -> Result<U>) -> Result<Vec<U>> {
+    items.iter().enumerate().map(|(i, x)| f(i, x)).collect()
+}
+
 fn port(what: &str, v: f64) -> Result<u16> {
     Ok(convert::index(what, v, 65535)? as u16)
 }
@@ -114,7 +119,7 @@ pub fn filter_in(x: ConntrackListFilter) -> Result<DumpFilter> {
     })
 }
 
-pub fn service_in(i: usize, s: ConntrackService) -> Result<ServiceEntry> {
+pub fn service_in(i: usize, s: &ConntrackService) -> Result<ServiceEntry> {
     let what = |field: &str| format!("services[{i}] ({}).{field}", s.name);
     Ok(ServiceEntry {
         port: port(&what("port"), s.port)?,
@@ -123,28 +128,27 @@ pub fn service_in(i: usize, s: ConntrackService) -> Result<ServiceEntry> {
             .map(|p| port(&what("nodePort"), p))
             .transpose()?
             .unwrap_or(0),
-        name: s.name,
-        protocol: s.protocol,
-        cluster_ip: s.cluster_ip,
-        external_ips: s.external_ips.unwrap_or_default(),
-        load_balancer_ips: s.load_balancer_ips.unwrap_or_default(),
+        name: s.name.clone(),
+        protocol: s.protocol.clone(),
+        cluster_ip: s.cluster_ip.clone(),
+        external_ips: s.external_ips.clone().unwrap_or_default(),
+        load_balancer_ips: s.load_balancer_ips.clone().unwrap_or_default(),
     })
 }
 
 pub fn endpoints_in(
-    endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
+    endpoints: &HashMap<String, Vec<ConntrackEndpoint>>,
 ) -> Result<HashMap<String, Vec<EndpointEntry>>> {
     let mut eps = HashMap::with_capacity(endpoints.len());
     for (name, list) in endpoints {
-        let mut v = Vec::with_capacity(list.len());
-        for (j, e) in list.into_iter().enumerate() {
-            v.push(EndpointEntry {
+        let endpoint = |j: usize, e: &ConntrackEndpoint| {
+            Ok(EndpointEntry {
                 port: port(&format!("endpoints[{name:?}][{j}].port"), e.port)?,
-                ip: e.ip,
+                ip: e.ip.clone(),
                 serving: e.serving,
-            });
-        }
-        eps.insert(name, v);
+            })
+        };
+        eps.insert(name.clone(), each(list, endpoint)?);
     }
     Ok(eps)
 }
@@ -163,7 +167,7 @@ pub fn progress_out(p: &Progress) -> ConntrackProgress {
     }
 }
 
-pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
+pub fn clean_out(r: CleanReport, error: Option<NativeError>) -> ConntrackCleanOutcome {
     ConntrackCleanOutcome {
         listed: r.listed as f64,
         stale: r.stale as f64,
@@ -179,6 +183,6 @@ pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
         targeted_estimate: r.estimate.map(|e| e.targeted_seconds),
         full_estimate: r.estimate.map(|e| e.full_seconds),
         pairs: r.pairs as f64,
-        error: None,
+        error,
     }
 }
