@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use kubenode_conntrack::{
     parse_ip, protocol_number, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
-    ErrorKind as CoreKind, Flow, Progress, ServiceEntry, Tuple, PHASE_DELETING, PHASE_LISTING,
+    ErrorKind as CoreKind, Flow, Progress, ServiceEntry, Tuple,
 };
 use napi::bindgen_prelude::Either;
 use std::sync::atomic::Ordering;
@@ -155,12 +155,7 @@ pub fn endpoints_in(
 
 pub fn progress_out(p: &Progress) -> ConntrackProgress {
     ConntrackProgress {
-        phase: match p.phase.load(Ordering::Relaxed) {
-            PHASE_LISTING => "listing",
-            PHASE_DELETING => "deleting",
-            _ => "idle",
-        }
-        .to_string(),
+        phase: p.phase_name().to_string(),
         listed: p.listed.load(Ordering::Relaxed) as f64,
         stale: p.stale.load(Ordering::Relaxed) as f64,
         deleted: p.deleted.load(Ordering::Relaxed) as f64,
