@@ -78,3 +78,55 @@ describe('failures are classified by kind, never by message text', () => {
     }
   });
 });
+
+describe('a bad argument to a queued call takes the path of every other failure', () => {
+  it("is the outcome's error, never a synchronous throw", async () => {
+    const o = await native.Conntrack.open();
+    const h = o.handle;
+    if (!h) throw new Error(o.error?.message);
+    try {
+      // Each call hands back its promise: converting the arguments is part of the task.
+      const svc = { name: 'a', protocol: 'UDP', clusterIp: '10.96.0.10', port: 70000 };
+      const tuple = { srcPort: 1.5, dstPort: 53 };
+      const flow = { protocol: 17, forward: tuple, reverse: tuple, zone: 0, mark: 0, status: 0, timeout: 30 };
+      // None of these throws (the old binding threw from each call).
+      const list = h.list('ipv4');
+      const clean = h.cleanStale('IPv4', [svc], {}, true);
+      const del = h.delete('IPv4', [flow]);
+      expect((await list).error).toMatchObject({
+        code: 'ERR_KUBENODE_INVALID_ARG',
+        kind: 'invalid-argument',
+        scope: 'conntrack',
+        message: 'family must be "IPv4" or "IPv6", got "ipv4"',
+      });
+      expect((await clean).error).toMatchObject({
+        code: 'ERR_KUBENODE_OUT_OF_RANGE',
+        kind: 'out-of-range',
+        message: 'services[0] (a).port must be in [0, 65535], got 70000',
+      });
+      const batch = await del;
+      expect(batch.error).toMatchObject({
+        code: 'ERR_KUBENODE_INVALID_ARG',
+        message: 'flows[0].forward.srcPort must be an integer, got 1.5',
+      });
+      expect(batch).toMatchObject({ requested: 1, ok: 0, notFound: 0, failed: 0 });
+    } finally {
+      h.close();
+    }
+  });
+
+  it('reaches the public API as the same typed error', async () => {
+    const ct = await conntrack.Conntrack.open();
+    try {
+      await expect(ct.list('ipv4' as never)).rejects.toThrow(
+        expect.objectContaining({ name: 'KubenodeTypeError', code: 'ERR_KUBENODE_INVALID_ARG' }),
+      );
+      const svc = { name: 'a', protocol: 'UDP' as const, clusterIP: '10.96.0.10', port: 70000 };
+      await expect(conntrack.cleanStaleEntries(ct, 'IPv4', [svc], {}, { metrics: null })).rejects.toThrow(
+        expect.objectContaining({ code: 'ERR_KUBENODE_OUT_OF_RANGE' }),
+      );
+    } finally {
+      ct.close();
+    }
+  });
+});

@@ -31,8 +31,23 @@ pub const PHASE_IDLE: u8 = 0;
 pub const PHASE_LISTING: u8 = 1;
 pub const PHASE_DELETING: u8 = 2;
 
-/// Which path a pass took.
+impl Progress {
+    /// The current phase by the name callers show: `"idle"`, `"listing"` or `"deleting"`.
+    pub fn phase_name(&self) -> &'static str {
+        match self.phase.load(Ordering::Relaxed) {
+            PHASE_LISTING => "listing",
+            PHASE_DELETING => "deleting",
+            _ => "idle",
+        }
+    }
+}
+
+/// Which path a cleanup pass took.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(string_enum = "camelCase", js_name = "ConntrackCleanPath")
+)]
 pub enum CleanPath {
     /// Upstream's whole-table pass.
     #[default]
@@ -43,8 +58,12 @@ pub enum CleanPath {
     Unchanged,
 }
 
-/// Why a full pass ran.
+/// Why a full cleanup pass ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(string_enum = "camelCase", js_name = "ConntrackFullReason")
+)]
 pub enum FullReason {
     /// The first pass of this family on the handle.
     First,
@@ -326,4 +345,23 @@ fn dump_and_delete(
     }
     progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
     Ok(dump_seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_by_name() {
+        let p = Progress::default();
+        assert_eq!(p.phase_name(), "idle");
+        for (phase, name) in [
+            (PHASE_LISTING, "listing"),
+            (PHASE_DELETING, "deleting"),
+            (PHASE_IDLE, "idle"),
+        ] {
+            p.phase.store(phase, Ordering::Relaxed);
+            assert_eq!(p.phase_name(), name);
+        }
+    }
 }

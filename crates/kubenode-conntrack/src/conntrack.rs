@@ -11,7 +11,7 @@ use crate::flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, DumpFilter, Family, Flow,
 };
 use crate::flush::FlushSupport;
-use crate::socket::{NlSocket, RECV_BUF};
+use crate::socket::{recv_failure, NlSocket, RECV_BUF};
 use crate::targeted::StaleState;
 
 /// Dump attempts before continuing with a partial result, as upstream's `MaxAttemptsEINTR`.
@@ -487,10 +487,7 @@ impl Conntrack {
                     lost = true;
                     continue;
                 }
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    return Err(Error::Truncated(RECV_BUF))
-                }
-                Err(e) => return Err(from_io(OP, e)),
+                Err(e) => return Err(recv_failure(OP, e)),
             };
             let data = self.rbuf.get(..n).unwrap_or(&[]);
             for m in Msgs::new(data) {

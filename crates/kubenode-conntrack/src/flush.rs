@@ -9,9 +9,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::attr::{be32, parse_ack, Attrs, MsgBuf, Msgs};
 use crate::conntrack::Conntrack;
 use crate::consts::*;
-use crate::error::{from_errno, from_io, Error, Result};
+use crate::error::{from_errno, Error, Result};
 use crate::flow::{put_filter, put_filter_flags, put_filter_tuple, Family, TupleFilter};
-use crate::socket::RECV_BUF;
+use crate::socket::recv_failure;
 
 /// The flows one filtered flush deletes: protocol, plus any of original destination IP and
 /// port and reply source IP and port. Every field is an exact match; there are no sets.
@@ -223,10 +223,7 @@ impl Conntrack {
             let n = match self.sock.recv(&mut self.rbuf, false) {
                 Ok(Some(n)) => n,
                 Ok(None) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    return Err(Error::Truncated(RECV_BUF))
-                }
-                Err(e) => return Err(from_io(op, e)),
+                Err(e) => return Err(recv_failure(op, e)),
             };
             let data = self.rbuf.get(..n).unwrap_or(&[]);
             for m in Msgs::new(data) {

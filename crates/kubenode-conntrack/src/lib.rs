@@ -40,11 +40,13 @@ pub use flush::{
     encode_flush, encode_flush_probe, flush_support_from_errno, FlushFilter, FlushSupport,
 };
 pub use handle::{ConntrackHandle, Handle};
-pub use stale::{is_headless, Endpoint, Protocol, ServicePort, StaleMatcher};
+pub use stale::{
+    is_headless, Endpoint, EndpointEntry, Protocol, Service, ServiceEntry, ServicePort,
+    StaleMatcher,
+};
 pub use stale_diff::{stale_diff, StaleDiff};
 pub use validate::{
     check_family, check_flows, parse_family, parse_ip, protocol_number, stale_matcher,
-    EndpointEntry, ServiceEntry,
 };
 
 /// Low-level codec pieces for tests and fuzzing.

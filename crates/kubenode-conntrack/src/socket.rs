@@ -6,11 +6,20 @@ use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::consts::*;
-use crate::error::{from_io, Result};
+use crate::error::{from_io, Error, Result};
 use crate::fault::Faults;
 
 /// Receive buffer size: at least the kernel's 32 KiB dump skb, with room to spare.
 pub const RECV_BUF: usize = 64 * 1024;
+/// The error of a failed [`NlSocket::recv`] that ends a request: a datagram that did not fit
+/// the receive buffer is [`Error::Truncated`], anything else an I/O error of `op`.
+pub(crate) fn recv_failure(op: &'static str, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::InvalidData {
+        return Error::Truncated(RECV_BUF);
+    }
+    from_io(op, e)
+}
+
 /// Socket buffer we ask for, so acks of a large delete batch are not dropped.
 const SOCK_BUF: i32 = 8 * 1024 * 1024;
 
@@ -192,5 +201,23 @@ impl NlSocket {
             }
             return Ok(Some(r as usize));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_truncated_datagram_and_other_receive_failures() {
+        let trunc = io::Error::new(io::ErrorKind::InvalidData, "MSG_TRUNC");
+        assert!(matches!(
+            recv_failure("recv", trunc),
+            Error::Truncated(RECV_BUF)
+        ));
+        let perm = recv_failure("recv", io::Error::from_raw_os_error(libc::EPERM));
+        assert!(matches!(perm, Error::Permission { op: "recv" }));
+        let other = recv_failure("recv", io::Error::from_raw_os_error(libc::EBADF));
+        assert!(matches!(other, Error::Io { op: "recv", .. }));
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use crate::consts::IPPROTO_UDP;
+use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::Result;
 use crate::flow::{DumpFilter, Family, Flow};
 use crate::hash::{FxMap, FxSet};
@@ -30,6 +30,36 @@ impl Protocol {
         Self::NAMES.iter().find(|(n, _)| *n == s).map(|&(_, p)| p)
     }
 
+    /// The IP protocol number of its flows.
+    pub fn number(self) -> u8 {
+        match self {
+            Protocol::Tcp => IPPROTO_TCP,
+            Protocol::Udp => IPPROTO_UDP,
+            Protocol::Sctp => IPPROTO_SCTP,
+        }
+    }
+
+    /// Whether flows of IP protocol `n` can be stale: [`has_stale_flows`](Self::has_stale_flows)
+    /// by number, for the per-flow decision.
+    fn number_has_stale_flows(n: u8) -> bool {
+        Self::NAMES
+            .iter()
+            .any(|&(_, p)| p.number() == n && p.has_stale_flows())
+    }
+
+    /// The kernel's protocol filter for a full pass: the one protocol with stale flows (a
+    /// `CTA_FILTER` names one), or none when the rule covers more, and user space decides.
+    fn stale_flow_filter() -> Option<u8> {
+        let mut numbers = Self::NAMES
+            .iter()
+            .filter(|(_, p)| p.has_stale_flows())
+            .map(|&(_, p)| p.number());
+        match (numbers.next(), numbers.next()) {
+            (Some(n), None) => Some(n),
+            _ => None,
+        }
+    }
+
     /// Upstream's UDP-only rule: only flows of UDP service ports can go stale.
     pub fn has_stale_flows(self) -> bool {
         self == Protocol::Udp
@@ -45,38 +75,55 @@ impl Protocol {
     }
 }
 
-/// One service port as the proxier sees it (`ServicePort`), for one IP family.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServicePort {
+/// One service port for one IP family, as the proxier sees it (`ServicePort`). Generic over how
+/// its protocol and addresses are held, so the tables callers hand over ([`ServiceEntry`], text)
+/// and the checked form the rules read ([`ServicePort`]) are one type with one set of fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Service<Proto, ClusterIp, Ip> {
     /// The endpoints key (upstream's `ServicePortName`).
     pub name: String,
-    pub protocol: Protocol,
-    /// `None` for headless services, which the proxier never sees.
-    pub cluster_ip: Option<IpAddr>,
+    /// `"TCP"`, `"UDP"` or `"SCTP"` as handed over.
+    pub protocol: Proto,
+    /// Handed over as text, `""` or `"None"` for headless services; checked, `None` for those
+    /// (which the proxier never sees).
+    pub cluster_ip: ClusterIp,
     pub port: u16,
     /// 0 when the service has no node port.
     pub node_port: u16,
-    pub external_ips: Vec<IpAddr>,
+    pub external_ips: Vec<Ip>,
     /// Load-balancer VIPs (ingress IPs not in `ipMode: Proxy`).
-    pub load_balancer_ips: Vec<IpAddr>,
+    pub load_balancer_ips: Vec<Ip>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoint {
-    pub ip: IpAddr,
+/// A service port as the stale-flow rules read it: every value checked.
+pub type ServicePort = Service<Protocol, Option<IpAddr>, IpAddr>;
+
+/// A service port as callers hand it over (kube-proxy's view of one `ServicePort`), checked by
+/// [`stale_matcher`](crate::stale_matcher).
+pub type ServiceEntry = Service<String, String, String>;
+
+/// One endpoint of a service port; `Ip` is its address, checked or as handed over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoint<Ip = IpAddr> {
+    pub ip: Ip,
     pub port: u16,
     /// EndpointSlice `conditions.serving`, with nil already mapped to true.
     pub serving: bool,
 }
 
+/// One endpoint of a service port as callers hand it over.
+pub type EndpointEntry = Endpoint<String>;
+
 pub(crate) type Backend = (IpAddr, u16);
 
-/// The desired state: frontends mapped to the serving backends of their service port.
+/// The desired state: frontends mapped to the serving backends of their service port. Every
+/// key starts with the IP protocol number of its service port, so the rules and the targeted
+/// path's kernel filters take the protocol from the port, never from a constant.
 #[derive(Debug, Default, Clone)]
 pub struct StaleMatcher {
     pub(crate) sets: Vec<FxSet<Backend>>,
-    pub(crate) vip: FxMap<(IpAddr, u16), u32>,
-    pub(crate) node_port: FxMap<u16, u32>,
+    pub(crate) vip: FxMap<(u8, IpAddr, u16), u32>,
+    pub(crate) node_port: FxMap<(u8, u16), u32>,
 }
 
 /// Kubernetes' headless service: `spec.clusterIP` is `"None"` (or unset, `""`); such a
@@ -132,22 +179,22 @@ impl StaleMatcher {
             if set.is_empty() {
                 continue;
             }
-            let idx = m.sets.len() as u32;
+            let (idx, proto) = (m.sets.len() as u32, svc.protocol.number());
             m.sets.push(set);
-            m.vip.insert((cluster_ip, svc.port), idx);
+            m.vip.insert((proto, cluster_ip, svc.port), idx);
             for ip in svc.load_balancer_ips.iter().chain(&svc.external_ips) {
                 if Family::of(ip) == family {
-                    m.vip.insert((*ip, svc.port), idx);
+                    m.vip.insert((proto, *ip, svc.port), idx);
                 }
             }
             if svc.node_port != 0 {
-                m.node_port.insert(svc.node_port, idx);
+                m.node_port.insert((proto, svc.node_port), idx);
             }
         }
         Ok(m)
     }
 
-    /// No UDP service with serving endpoints: nothing can be stale.
+    /// No service port with stale flows (UDP) and serving endpoints: nothing can be stale.
     pub fn is_empty(&self) -> bool {
         self.vip.is_empty() && self.node_port.is_empty()
     }
@@ -155,7 +202,7 @@ impl StaleMatcher {
     /// The kernel-side filter for a pass: only flows [`is_stale`](Self::is_stale) can select.
     pub fn dump_filter(&self) -> DumpFilter {
         DumpFilter {
-            proto: Some(IPPROTO_UDP),
+            proto: Protocol::stale_flow_filter(),
             ..Default::default()
         }
     }
@@ -167,27 +214,86 @@ impl StaleMatcher {
         }
     }
 
-    /// Upstream's decision for one flow: UDP only; stale if its VIP:port is known and the
-    /// reply source is not a serving backend, or else if its destination port is a node port
-    /// (any destination IP) and the reply source is not one of that service's backends.
+    /// Upstream's decision for one flow: protocols with stale flows only (UDP); stale if its
+    /// protocol, VIP and port are known and the reply source is not a serving backend, or else
+    /// if its destination port is a node port of its protocol (any destination IP) and the
+    /// reply source is not one of that service's backends.
     #[inline]
     pub fn is_stale(&self, f: &Flow) -> bool {
-        if f.orig.proto != IPPROTO_UDP {
+        let proto = f.orig.proto;
+        if !Protocol::number_has_stale_flows(proto) {
             return false;
         }
         let backend = f.reply.src.map(|ip| (ip, f.reply.src_port));
         if let Some(dst) = f.orig.dst {
-            if let Some(&set) = self.vip.get(&(dst, f.orig.dst_port)) {
+            if let Some(&set) = self.vip.get(&(proto, dst, f.orig.dst_port)) {
                 if !self.serves(set, backend) {
                     return true;
                 }
             }
         }
-        if let Some(&set) = self.node_port.get(&f.orig.dst_port) {
+        if let Some(&set) = self.node_port.get(&(proto, f.orig.dst_port)) {
             if !self.serves(set, backend) {
                 return true;
             }
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::Tuple;
+
+    fn flow(dst: &str, dst_port: u16, backend: &str, proto: u8) -> Flow {
+        let ip = |s: &str| Some(s.parse().unwrap());
+        Flow {
+            orig: Tuple {
+                src: ip("10.0.0.1"),
+                dst: ip(dst),
+                proto,
+                src_port: 1000,
+                dst_port,
+            },
+            reply: Tuple {
+                src: ip(backend),
+                dst: ip("10.0.0.1"),
+                proto,
+                src_port: 5353,
+                dst_port: 1000,
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_kernel_filter_of_a_full_pass_is_the_rules_one_protocol() {
+        assert_eq!(Protocol::stale_flow_filter(), Some(IPPROTO_UDP));
+        assert_eq!(
+            StaleMatcher::default().dump_filter().proto,
+            Some(IPPROTO_UDP)
+        );
+        for p in [Protocol::Tcp, Protocol::Udp, Protocol::Sctp] {
+            assert_eq!(
+                Protocol::number_has_stale_flows(p.number()),
+                p.has_stale_flows()
+            );
+        }
+    }
+
+    #[test]
+    fn a_frontend_key_matches_flows_of_its_protocol_only() {
+        let mut m = StaleMatcher::default();
+        m.sets.push(FxSet::default());
+        m.vip
+            .insert((IPPROTO_TCP, "10.96.0.10".parse().unwrap(), 53), 0);
+        // No UDP frontend at that address and port: a UDP flow there is not stale.
+        assert!(!m.is_stale(&flow("10.96.0.10", 53, "10.244.0.9", IPPROTO_UDP)));
+        m.vip
+            .insert((IPPROTO_UDP, "10.96.0.10".parse().unwrap(), 53), 0);
+        assert!(m.is_stale(&flow("10.96.0.10", 53, "10.244.0.9", IPPROTO_UDP)));
+        // A protocol without stale flows is never stale, whatever the keys.
+        assert!(!m.is_stale(&flow("10.96.0.10", 53, "10.244.0.9", IPPROTO_TCP)));
     }
 }

@@ -13,7 +13,6 @@
 //! touched. Flows created stale between two passes (a race upstream's
 //! every-sync full pass also only catches at its next run) are left to the periodic full pass.
 
-use crate::consts::IPPROTO_UDP;
 use crate::flow::DumpFilter;
 use crate::flush::FlushFilter;
 use crate::hash::{FxMap, FxSet};
@@ -67,8 +66,9 @@ fn diff_keys<K: std::hash::Hash + Eq + Copy>(
 /// What changed from `old` (the tables of the last successful pass) to `new`.
 pub fn stale_diff(old: &StaleMatcher, new: &StaleMatcher) -> StaleDiff {
     let mut d = StaleDiff::default();
-    let udp = |orig_dst, port, reply: Option<Backend>| FlushFilter {
-        proto: IPPROTO_UDP,
+    // Every key carries its service port's protocol: the filters match flows of that protocol.
+    let flush = |proto, orig_dst, port, reply: Option<Backend>| FlushFilter {
+        proto,
         orig_dst,
         orig_dst_port: Some(port),
         reply_src: reply.map(|b| b.0),
@@ -83,17 +83,63 @@ pub fn stale_diff(old: &StaleMatcher, new: &StaleMatcher) -> StaleDiff {
     diff_keys(
         (&old.vip, &old.sets),
         (&new.vip, &new.sets),
-        |(ip, port)| dump(udp(Some(ip), port, None)),
-        |(ip, port), b| udp(Some(ip), port, Some(b)),
+        |(proto, ip, port)| dump(flush(proto, Some(ip), port, None)),
+        |(proto, ip, port), b| flush(proto, Some(ip), port, Some(b)),
         &mut d,
     );
     // Upstream's node-port rule ignores the destination IP: so do these filters.
     diff_keys(
         (&old.node_port, &old.sets),
         (&new.node_port, &new.sets),
-        |np| dump(udp(None, np, None)),
-        |np, b| udp(None, np, Some(b)),
+        |(proto, np)| dump(flush(proto, None, np, None)),
+        |(proto, np), b| flush(proto, None, np, Some(b)),
         &mut d,
     );
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use super::*;
+    use crate::consts::{IPPROTO_SCTP, IPPROTO_UDP};
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    /// A matcher with one frontend (VIP and node port) of protocol `proto` and these backends.
+    fn matcher(proto: u8, backends: &[&str]) -> StaleMatcher {
+        let mut m = StaleMatcher::default();
+        m.sets
+            .push(backends.iter().map(|b| (ip(b), 5353)).collect());
+        m.vip.insert((proto, ip("10.96.0.10"), 53), 0);
+        m.node_port.insert((proto, 30053), 0);
+        m
+    }
+
+    #[test]
+    fn the_filters_take_the_protocol_of_their_service_port() {
+        for proto in [IPPROTO_UDP, IPPROTO_SCTP] {
+            let old = matcher(proto, &["10.244.0.1", "10.244.0.2"]);
+            let d = stale_diff(&old, &matcher(proto, &["10.244.0.2"]));
+            let gone = Some(ip("10.244.0.1"));
+            assert_eq!(d.pairs.len(), 2, "one per frontend key");
+            for f in &d.pairs {
+                assert_eq!((f.proto, f.reply_src), (proto, gone));
+            }
+            let d = stale_diff(&StaleMatcher::default(), &old);
+            assert_eq!(d.frontends.len(), 2);
+            assert!(d.frontends.iter().all(|f| f.proto == Some(proto)));
+        }
+    }
+
+    #[test]
+    fn the_same_address_and_port_of_another_protocol_is_another_frontend() {
+        let old = matcher(IPPROTO_UDP, &["10.244.0.1"]);
+        let d = stale_diff(&old, &matcher(IPPROTO_SCTP, &["10.244.0.2"]));
+        assert!(d.pairs.is_empty(), "{d:?}");
+        assert_eq!(d.frontends.len(), 2);
+    }
 }

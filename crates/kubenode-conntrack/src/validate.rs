@@ -8,7 +8,9 @@ use std::net::IpAddr;
 use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::{Error, Result};
 use crate::flow::{Family, Flow, Tuple};
-use crate::stale::{is_headless, Endpoint, Protocol, ServicePort, StaleMatcher};
+use crate::stale::{
+    is_headless, Endpoint, EndpointEntry, Protocol, ServiceEntry, ServicePort, StaleMatcher,
+};
 
 /// `"IPv4"` or `"IPv6"`, kube-proxy's `ip_family` label values.
 pub fn parse_family(s: &str) -> Result<Family> {
@@ -61,30 +63,6 @@ fn nonzero_port(what: impl FnOnce() -> String, port: u16) -> Result<u16> {
         )));
     }
     Ok(port)
-}
-
-/// A service port as callers hand it over (kube-proxy's view of one `ServicePort`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServiceEntry {
-    /// The endpoints key (upstream's `ServicePortName`).
-    pub name: String,
-    /// `"TCP"`, `"UDP"` or `"SCTP"`.
-    pub protocol: String,
-    /// `""` or `"None"` for headless services.
-    pub cluster_ip: String,
-    pub port: u16,
-    /// 0 when the service has no node port.
-    pub node_port: u16,
-    pub external_ips: Vec<String>,
-    pub load_balancer_ips: Vec<String>,
-}
-
-/// One endpoint of a service port as callers hand it over.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EndpointEntry {
-    pub ip: String,
-    pub port: u16,
-    pub serving: bool,
 }
 
 fn service_port(i: usize, s: &ServiceEntry) -> Result<ServicePort> {

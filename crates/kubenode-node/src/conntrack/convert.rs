@@ -5,9 +5,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use kubenode_conntrack::{
-    parse_ip, protocol_number, CleanPath, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
-    ErrorKind as CoreKind, Flow, FullReason, Progress, ServiceEntry, Tuple, PHASE_DELETING,
-    PHASE_LISTING,
+    parse_ip, protocol_number, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
+    ErrorKind as CoreKind, Flow, Progress, ServiceEntry, Tuple,
 };
 use napi::bindgen_prelude::Either;
 use std::sync::atomic::Ordering;
@@ -25,6 +24,11 @@ native_error_from! {
 /// For `map_err` on argument conversion, which throws.
 pub fn to_js(e: CtError) -> NativeError {
     NativeError::from(&e)
+}
+
+/// Converts every item of a list with `f`, which names the item by its index in messages.
+pub fn each<T, U>(items: &[T], f: impl Fn(usize, &T) -> Result<U>) -> Result<Vec<U>> {
+    items.iter().enumerate().map(|(i, x)| f(i, x)).collect()
 }
 
 fn port(what: &str, v: f64) -> Result<u16> {
@@ -104,7 +108,7 @@ pub fn filter_in(x: ConntrackListFilter) -> Result<DumpFilter> {
     })
 }
 
-pub fn service_in(i: usize, s: ConntrackService) -> Result<ServiceEntry> {
+pub fn service_in(i: usize, s: &ConntrackService) -> Result<ServiceEntry> {
     let what = |field: &str| format!("services[{i}] ({}).{field}", s.name);
     Ok(ServiceEntry {
         port: port(&what("port"), s.port)?,
@@ -113,47 +117,41 @@ pub fn service_in(i: usize, s: ConntrackService) -> Result<ServiceEntry> {
             .map(|p| port(&what("nodePort"), p))
             .transpose()?
             .unwrap_or(0),
-        name: s.name,
-        protocol: s.protocol,
-        cluster_ip: s.cluster_ip,
-        external_ips: s.external_ips.unwrap_or_default(),
-        load_balancer_ips: s.load_balancer_ips.unwrap_or_default(),
+        name: s.name.clone(),
+        protocol: s.protocol.clone(),
+        cluster_ip: s.cluster_ip.clone(),
+        external_ips: s.external_ips.clone().unwrap_or_default(),
+        load_balancer_ips: s.load_balancer_ips.clone().unwrap_or_default(),
     })
 }
 
 pub fn endpoints_in(
-    endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
+    endpoints: &HashMap<String, Vec<ConntrackEndpoint>>,
 ) -> Result<HashMap<String, Vec<EndpointEntry>>> {
     let mut eps = HashMap::with_capacity(endpoints.len());
     for (name, list) in endpoints {
-        let mut v = Vec::with_capacity(list.len());
-        for (j, e) in list.into_iter().enumerate() {
-            v.push(EndpointEntry {
+        let endpoint = |j: usize, e: &ConntrackEndpoint| {
+            Ok(EndpointEntry {
                 port: port(&format!("endpoints[{name:?}][{j}].port"), e.port)?,
-                ip: e.ip,
+                ip: e.ip.clone(),
                 serving: e.serving,
-            });
-        }
-        eps.insert(name, v);
+            })
+        };
+        eps.insert(name.clone(), each(list, endpoint)?);
     }
     Ok(eps)
 }
 
 pub fn progress_out(p: &Progress) -> ConntrackProgress {
     ConntrackProgress {
-        phase: match p.phase.load(Ordering::Relaxed) {
-            PHASE_LISTING => "listing",
-            PHASE_DELETING => "deleting",
-            _ => "idle",
-        }
-        .to_string(),
+        phase: p.phase_name().to_string(),
         listed: p.listed.load(Ordering::Relaxed) as f64,
         stale: p.stale.load(Ordering::Relaxed) as f64,
         deleted: p.deleted.load(Ordering::Relaxed) as f64,
     }
 }
 
-pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
+pub fn clean_out(r: CleanReport, error: Option<NativeError>) -> ConntrackCleanOutcome {
     ConntrackCleanOutcome {
         listed: r.listed as f64,
         stale: r.stale as f64,
@@ -164,22 +162,11 @@ pub fn clean_out(r: CleanReport) -> ConntrackCleanOutcome {
         attempts: r.attempts,
         seconds: r.seconds,
         first_error: r.first_error,
-        path: match r.path {
-            CleanPath::Full => ConntrackCleanPath::Full,
-            CleanPath::Targeted => ConntrackCleanPath::Targeted,
-            CleanPath::Unchanged => ConntrackCleanPath::Unchanged,
-        },
-        full_reason: r.full_reason.map(|w| match w {
-            FullReason::First => ConntrackFullReason::First,
-            FullReason::Requested => ConntrackFullReason::Requested,
-            FullReason::DryRun => ConntrackFullReason::DryRun,
-            FullReason::PreviousIncomplete => ConntrackFullReason::PreviousIncomplete,
-            FullReason::Unsupported => ConntrackFullReason::Unsupported,
-            FullReason::Cost => ConntrackFullReason::Cost,
-        }),
+        path: r.path,
+        full_reason: r.full_reason,
         targeted_estimate: r.estimate.map(|e| e.targeted_seconds),
         full_estimate: r.estimate.map(|e| e.full_seconds),
         pairs: r.pairs as f64,
-        error: None,
+        error,
     }
 }

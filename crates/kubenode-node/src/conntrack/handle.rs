@@ -1,17 +1,17 @@
-//! The `Conntrack` class: converts arguments and queues tasks on the core's shared handle.
+//! The `Conntrack` class: queues tasks on the core's shared handle; the tasks convert the
+//! arguments, so a bad one is reported like any other failure, as the outcome's `error`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kubenode_conntrack::{parse_family, Conntrack, ConntrackHandle, Progress};
+use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Progress};
 use napi::bindgen_prelude::AsyncTask;
-use napi::Env;
 use napi_derive::napi;
 
-use super::convert::{endpoints_in, filter_in, flow_in, progress_out, service_in, to_js};
-use super::tasks::{BatchTask, CleanTask, ListTask, OpenTask};
+use super::convert::progress_out;
+use super::tasks::{Batch, Clean, Job, List, OpenTask, Queued};
 use super::types::*;
-use crate::errors::{throwing, NativeError, Result};
+use crate::errors::NativeError;
 
 #[napi(js_name = "Conntrack")]
 pub struct JsConntrack {
@@ -27,24 +27,13 @@ impl JsConntrack {
         }
     }
 
-    /// Converts the flows up front and queues one batched delete or create; the task checks
-    /// them before any netlink work.
-    fn batch(
-        &self,
-        family: String,
-        flows: Vec<ConntrackFlow>,
-        create: bool,
-    ) -> Result<AsyncTask<BatchTask>> {
-        Ok(AsyncTask::new(BatchTask {
+    /// Queues `job` on this handle for `family`.
+    fn queue<J: Job>(&self, family: String, job: J) -> AsyncTask<Queued<J>> {
+        AsyncTask::new(Queued {
             ct: self.inner.clone(),
-            family: parse_family(&family).map_err(to_js)?,
-            flows: flows
-                .iter()
-                .enumerate()
-                .map(|(i, f)| flow_in(i, f))
-                .collect::<Result<Vec<_>>>()?,
-            create,
-        }))
+            family,
+            job,
+        })
     }
 }
 
@@ -60,68 +49,61 @@ impl JsConntrack {
     #[napi(ts_return_type = "Promise<ConntrackListOutcome>")]
     pub fn list(
         &self,
-        env: Env,
         family: String,
         filter: Option<ConntrackListFilter>,
-    ) -> napi::Result<AsyncTask<ListTask>> {
-        throwing(&env, || {
-            Ok(AsyncTask::new(ListTask {
-                ct: self.inner.clone(),
-                family: parse_family(&family).map_err(to_js)?,
-                filter: filter.map(filter_in).transpose()?.unwrap_or_default(),
-            }))
-        })
+    ) -> AsyncTask<Queued<List>> {
+        self.queue(family, List { filter })
     }
 
     #[napi(ts_return_type = "Promise<ConntrackBatchOutcome>")]
-    pub fn delete(
-        &self,
-        env: Env,
-        family: String,
-        flows: Vec<ConntrackFlow>,
-    ) -> napi::Result<AsyncTask<BatchTask>> {
-        throwing(&env, || self.batch(family, flows, false))
+    pub fn delete(&self, family: String, flows: Vec<ConntrackFlow>) -> AsyncTask<Queued<Batch>> {
+        self.queue(
+            family,
+            Batch {
+                flows,
+                op: Conntrack::delete,
+            },
+        )
     }
 
     /// Creates entries (for tests and benchmarks that fill a table).
     #[napi(ts_return_type = "Promise<ConntrackBatchOutcome>")]
-    pub fn create(
-        &self,
-        env: Env,
-        family: String,
-        flows: Vec<ConntrackFlow>,
-    ) -> napi::Result<AsyncTask<BatchTask>> {
-        throwing(&env, || self.batch(family, flows, true))
+    pub fn create(&self, family: String, flows: Vec<ConntrackFlow>) -> AsyncTask<Queued<Batch>> {
+        self.queue(
+            family,
+            Batch {
+                flows,
+                op: Conntrack::create,
+            },
+        )
     }
 
     /// One cleanup pass for `family`: full, or targeted at what changed since this handle's
-    /// last successful pass (the core decides; `full` forces a full pass). The tables are
-    /// checked in the task.
+    /// last successful pass (the core decides; `full` forces a full pass). The arguments and
+    /// tables are checked in the task.
     #[napi(ts_return_type = "Promise<ConntrackCleanOutcome>")]
     pub fn clean_stale(
         &self,
-        env: Env,
         family: String,
         services: Vec<ConntrackService>,
         endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
         dry_run: Option<bool>,
         full: Option<bool>,
-    ) -> napi::Result<AsyncTask<CleanTask>> {
-        throwing(&env, || {
-            Ok(AsyncTask::new(CleanTask {
-                ct: self.inner.clone(),
-                progress: self.progress.clone(),
-                family: parse_family(&family).map_err(to_js)?,
-                services: services
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, s)| service_in(i, s))
-                    .collect::<Result<Vec<_>>>()?,
-                endpoints: endpoints_in(endpoints)?,
-                dry_run: dry_run.unwrap_or(false),
-                full: full.unwrap_or(false),
-            }))
-        })
+    ) -> AsyncTask<Queued<Clean>> {
+        let opts = CleanOptions {
+            dry_run: dry_run.unwrap_or(false),
+            full: full.unwrap_or(false),
+        };
+        let progress = self.progress.clone();
+        self.queue(
+            family,
+            Clean {
+                progress,
+                services,
+                endpoints,
+                opts,
+            },
+        )
     }
 
     /// Progress of the running clean pass (readable while it runs).

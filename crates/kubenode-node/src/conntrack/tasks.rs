@@ -1,21 +1,60 @@
-//! The AsyncTasks: each runs its checks and its netlink work off the JS thread and resolves to
-//! an outcome carrying `error` rather than rejecting.
+//! The AsyncTasks: each converts its arguments, runs the core's checks and its netlink work off
+//! the JS thread, and resolves to an outcome carrying `error` rather than rejecting, so every
+//! failure of a queued call, from a bad argument to the kernel's refusal, takes one path.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubenode_conntrack::{
-    check_flows, clean_stale, stale_matcher, BatchReport, CleanOptions, CleanReport, Conntrack,
-    ConntrackHandle, DumpFilter, DumpStats, EndpointEntry, Error as CtError, Family, Flow,
-    Progress, ServiceEntry,
+    check_flows, clean_stale, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport,
+    Conntrack, ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress,
 };
+use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{Env, Task};
 
-use super::convert::{clean_out, flow_out};
+use super::convert::{
+    clean_out, each, endpoints_in, filter_in, flow_in, flow_out, service_in, to_js,
+};
 use super::handle::JsConntrack;
 use super::types::*;
+use crate::errors::{NativeError, Result};
 
 type Outcome<T> = std::result::Result<T, CtError>;
+
+/// A queued call on an open handle: `run` converts its own arguments and does its work off the
+/// JS thread; `outcome` builds the JS outcome from the report and the failure, if any.
+pub trait Job: Send {
+    type Report: Default + Send + 'static;
+    type Outcome: ToNapiValue + TypeName;
+    fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<Self::Report>;
+    fn outcome(&self, report: Self::Report, error: Option<NativeError>) -> Self::Outcome;
+}
+
+/// The one `Task` of every [`Job`]: the family is checked first, then the job runs on the
+/// handle. A failed call reports the empty report (zero counts) with its `error`, so each
+/// outcome is built by one conversion whichever way the call went.
+pub struct Queued<J> {
+    pub(super) ct: Arc<ConntrackHandle>,
+    pub(super) family: String,
+    pub(super) job: J,
+}
+
+impl<J: Job> Task for Queued<J> {
+    type Output = Result<J::Report>;
+    type JsValue = J::Outcome;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let family = parse_family(&self.family).map_err(to_js);
+        Ok(family.and_then(|f| self.job.run(&self.ct, f)))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(match output {
+            Ok(r) => self.job.outcome(r, None),
+            Err(e) => self.job.outcome(J::Report::default(), Some(e)),
+        })
+    }
+}
 
 pub struct OpenTask {
     pub(super) netns: Option<String>,
@@ -46,137 +85,92 @@ impl Task for OpenTask {
     }
 }
 
-pub struct ListTask {
-    pub(super) ct: Arc<ConntrackHandle>,
-    pub(super) family: Family,
-    pub(super) filter: DumpFilter,
+/// `list`: one dump, filtered in the kernel.
+pub struct List {
+    pub(super) filter: Option<ConntrackListFilter>,
 }
 
-impl Task for ListTask {
-    type Output = Outcome<(Vec<Flow>, DumpStats)>;
-    type JsValue = ConntrackListOutcome;
+impl Job for List {
+    type Report = (Vec<Flow>, DumpStats);
+    type Outcome = ConntrackListOutcome;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        let (family, filter) = (self.family, self.filter);
-        Ok(filter
-            .validate(family)
-            .and_then(|()| self.ct.with(|c| c.list(family, &filter))))
+    fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<Self::Report> {
+        let filter = self.filter.take().map(filter_in).transpose()?;
+        let filter = filter.unwrap_or_default();
+        filter.validate(family).map_err(to_js)?;
+        ct.with(|c| c.list(family, &filter)).map_err(to_js)
     }
 
-    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(match output {
-            Ok((flows, s)) => ConntrackListOutcome {
-                flows: flows.iter().map(flow_out).collect(),
-                partial: s.partial,
-                attempts: s.attempts,
-                error: None,
-            },
-            Err(e) => ConntrackListOutcome {
-                flows: vec![],
-                partial: false,
-                attempts: 0,
-                error: Some((&e).into()),
-            },
-        })
+    fn outcome(&self, (flows, s): Self::Report, error: Option<NativeError>) -> Self::Outcome {
+        ConntrackListOutcome {
+            flows: flows.iter().map(flow_out).collect(),
+            partial: s.partial,
+            attempts: s.attempts,
+            error,
+        }
     }
 }
 
-pub struct BatchTask {
-    pub(super) ct: Arc<ConntrackHandle>,
-    pub(super) family: Family,
-    pub(super) flows: Vec<Flow>,
-    pub(super) create: bool,
+/// A core batch operation: `Conntrack::delete` or `Conntrack::create`.
+pub(super) type BatchOp = fn(&mut Conntrack, Family, &[Flow]) -> Outcome<BatchReport>;
+
+/// `delete` and `create`: one batch of per-flow requests.
+pub struct Batch {
+    pub(super) flows: Vec<ConntrackFlow>,
+    pub(super) op: BatchOp,
 }
 
-impl Task for BatchTask {
-    type Output = Outcome<BatchReport>;
-    type JsValue = ConntrackBatchOutcome;
+impl Job for Batch {
+    type Report = BatchReport;
+    type Outcome = ConntrackBatchOutcome;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        let (family, flows, create) = (self.family, &self.flows, self.create);
+    fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<BatchReport> {
+        let (flows, op) = (each(&self.flows, flow_in)?, self.op);
         // Every flow is checked before any request is sent.
-        Ok(check_flows(family, flows).and_then(|()| {
-            self.ct.with(|c| {
-                if create {
-                    c.create(family, flows)
-                } else {
-                    c.delete(family, flows)
-                }
-            })
-        }))
+        check_flows(family, &flows).map_err(to_js)?;
+        ct.with(|c| op(c, family, &flows)).map_err(to_js)
     }
 
-    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(match output {
-            Ok(r) => ConntrackBatchOutcome {
-                requested: r.requested as f64,
-                ok: r.ok as f64,
-                not_found: r.not_found as f64,
-                failed: r.failed as f64,
-                first_error: r.first_error,
-                error: None,
+    fn outcome(&self, r: BatchReport, error: Option<NativeError>) -> Self::Outcome {
+        ConntrackBatchOutcome {
+            // A batch that failed as a whole reports what it was asked to do.
+            requested: if error.is_some() {
+                self.flows.len() as f64
+            } else {
+                r.requested as f64
             },
-            Err(e) => ConntrackBatchOutcome {
-                requested: self.flows.len() as f64,
-                ok: 0.0,
-                not_found: 0.0,
-                failed: 0.0,
-                first_error: None,
-                error: Some((&e).into()),
-            },
-        })
+            ok: r.ok as f64,
+            not_found: r.not_found as f64,
+            failed: r.failed as f64,
+            first_error: r.first_error,
+            error,
+        }
     }
 }
 
-pub struct CleanTask {
-    pub(super) ct: Arc<ConntrackHandle>,
+/// `cleanStale`: one cleanup pass over the tables handed over.
+pub struct Clean {
     pub(super) progress: Arc<Progress>,
-    pub(super) family: Family,
-    pub(super) services: Vec<ServiceEntry>,
-    pub(super) endpoints: HashMap<String, Vec<EndpointEntry>>,
-    pub(super) dry_run: bool,
-    pub(super) full: bool,
+    pub(super) services: Vec<ConntrackService>,
+    pub(super) endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
+    pub(super) opts: CleanOptions,
 }
 
-impl Task for CleanTask {
-    type Output = Outcome<CleanReport>;
-    type JsValue = ConntrackCleanOutcome;
+impl Job for Clean {
+    type Report = CleanReport;
+    type Outcome = ConntrackCleanOutcome;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        let opts = CleanOptions {
-            dry_run: self.dry_run,
-            full: self.full,
-        };
-        let (family, progress) = (self.family, &*self.progress);
+    fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<CleanReport> {
+        let services = each(&self.services, service_in)?;
+        let endpoints = endpoints_in(&self.endpoints)?;
         // The tables are checked (and the matcher built) before the handle is touched.
-        Ok(
-            stale_matcher(family, &self.services, &self.endpoints).and_then(|matcher| {
-                self.ct
-                    .with(|c| clean_stale(c, family, &matcher, opts, progress))
-            }),
-        )
+        let matcher = stale_matcher(family, &services, &endpoints).map_err(to_js)?;
+        let (opts, progress) = (self.opts, &*self.progress);
+        ct.with(|c| clean_stale(c, family, &matcher, opts, progress))
+            .map_err(to_js)
     }
 
-    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(match output {
-            Ok(r) => clean_out(r),
-            Err(e) => ConntrackCleanOutcome {
-                listed: 0.0,
-                stale: 0.0,
-                deleted: 0.0,
-                not_found: 0.0,
-                failed: 0.0,
-                partial: false,
-                attempts: 0,
-                seconds: 0.0,
-                first_error: None,
-                path: ConntrackCleanPath::Full,
-                full_reason: None,
-                targeted_estimate: None,
-                full_estimate: None,
-                pairs: 0.0,
-                error: Some((&e).into()),
-            },
-        })
+    fn outcome(&self, r: CleanReport, error: Option<NativeError>) -> Self::Outcome {
+        clean_out(r, error)
     }
 }

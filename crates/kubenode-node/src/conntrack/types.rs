@@ -5,6 +5,10 @@ use napi_derive::napi;
 
 use crate::errors::NativeError;
 
+// The core's enums are the JS string enums (its `napi` feature); imported under their JS names
+// so the generated typings refer to them by those names.
+pub use kubenode_conntrack::{CleanPath as ConntrackCleanPath, FullReason as ConntrackFullReason};
+
 #[napi(object)]
 pub struct ConntrackTuple {
     pub src_ip: Option<String>,
@@ -70,28 +74,6 @@ pub struct ConntrackBatchOutcome {
     pub failed: f64,
     pub first_error: Option<String>,
     pub error: Option<NativeError>,
-}
-
-/// Which path a cleanup pass took.
-#[napi(string_enum = "camelCase")]
-pub enum ConntrackCleanPath {
-    /// Upstream's whole-table pass.
-    Full,
-    /// Only what changed since the handle's last successful pass.
-    Targeted,
-    /// Nothing changed that could make a flow stale: no request was sent.
-    Unchanged,
-}
-
-/// Why a full cleanup pass ran: the core's `FullReason` (described on the TS `FullReason`).
-#[napi(string_enum = "camelCase")]
-pub enum ConntrackFullReason {
-    First,
-    Requested,
-    DryRun,
-    PreviousIncomplete,
-    Unsupported,
-    Cost,
 }
 
 #[napi(object)]
