@@ -23,9 +23,12 @@ mod policy_value;
 mod probe;
 mod quote;
 mod safe;
+mod string_enum;
 mod validation;
 
-pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_REASON};
+pub use allowlist::{
+    AdmitError, Allowlist, AllowlistEntry, AllowlistError, Verdict, FORBIDDEN_REASON,
+};
 pub use annotations::{
     parse_sysctl_annotation, sysctls_from_annotations, AnnotationFormatError, SYSCTLS_ANNOTATION,
     UNSAFE_SYSCTLS_ANNOTATION,
@@ -41,7 +44,7 @@ pub use name::{
     SYSCTL_CONTAIN_SLASH_PATTERN_FMT, SYSCTL_MAX_LENGTH,
 };
 pub use namespace::{
-    get_namespace, namespace_of, Namespace, EXACT as NAMESPACE_EXACT,
+    get_namespace, namespace_of, Namespace, NamespaceInfo, EXACT as NAMESPACE_EXACT,
     PREFIXES as NAMESPACE_PREFIXES,
 };
 pub use normalize::normalize_name;

@@ -7,6 +7,7 @@
 //! SysctlPolicy/SysctlNamePolicy), `annotations` (the alpha annotations) and `baseline` (Pod
 //! Security's check) are the policy entry points; the free functions below are the rest.
 
+use kubenode_sysctl::NamespaceInfo as SysctlNamespaceInfo;
 use kubenode_sysctl::{
     baseline_allowed_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
     is_valid_sysctl_pattern, normalize_name, parse_policy_version, read_kernel_version,
@@ -55,12 +56,7 @@ pub fn sysctl_normalize_name(name: String) -> String {
 
 #[napi]
 pub fn sysctl_get_namespace(name: String) -> SysctlNamespaceInfo {
-    let (ns, name, prefixed) = get_namespace(&name);
-    SysctlNamespaceInfo {
-        namespace: ns.into(),
-        name,
-        prefixed,
-    }
+    get_namespace(&name)
 }
 
 /// `ParseGeneric` components of a kernel version string.

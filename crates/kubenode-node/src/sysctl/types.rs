@@ -3,48 +3,10 @@
 
 use napi_derive::napi;
 
+// Imported under their JS names, which the generated typings then use.
+use kubenode_sysctl::{Applied as SysctlApplied, ProbeResult as SysctlProbeResult};
+
 use crate::errors::NativeError;
-
-/// The kernel namespace a sysctl belongs to, as upstream names it; `""` when not namespaced.
-#[napi(string_enum)]
-pub enum SysctlNamespace {
-    #[napi(value = "IPC")]
-    Ipc,
-    #[napi(value = "Net")]
-    Net,
-    #[napi(value = "UTS")]
-    Uts,
-    #[napi(value = "User")]
-    User,
-    #[napi(value = "")]
-    None,
-}
-
-/// What probing one sysctl in throwaway namespaces showed.
-#[napi(string_enum)]
-pub enum SysctlProbeStatus {
-    /// Changed in the new namespace, host unchanged.
-    #[napi(value = "isolated")]
-    Isolated,
-    /// Changing it in the new namespace changed the host value too (then restored).
-    #[napi(value = "leaked")]
-    Leaked,
-    #[napi(value = "absent")]
-    Absent,
-    #[napi(value = "unchangeable")]
-    Unchangeable,
-    #[napi(value = "not-namespaced")]
-    NotNamespaced,
-    #[napi(value = "error")]
-    Error,
-}
-
-#[napi(object)]
-pub struct SysctlNamespaceInfo {
-    pub namespace: SysctlNamespace,
-    pub name: String,
-    pub prefixed: bool,
-}
 
 #[napi(object)]
 pub struct SysctlSafeList {
@@ -77,13 +39,6 @@ pub struct SysctlFieldError {
 }
 
 #[napi(object)]
-pub struct SysctlAllowlistEntry {
-    pub key: String,
-    pub namespace: SysctlNamespace,
-    pub prefix: bool,
-}
-
-#[napi(object)]
 pub struct SysctlRejections {
     /// Indexes of rejected pods, ascending.
     pub indexes: Vec<u32>,
@@ -105,31 +60,13 @@ pub struct SysctlPair {
     pub value: String,
 }
 
-#[napi(object)]
-pub struct SysctlApplied {
-    pub name: String,
-    pub path: String,
-    pub previous: String,
-    pub value: String,
-}
-
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct SysctlApplyOutcome {
     pub applied: Vec<SysctlApplied>,
     pub error: Option<NativeError>,
 }
 
-#[napi(object)]
-pub struct SysctlProbeResult {
-    pub name: String,
-    pub namespace: SysctlNamespace,
-    pub outcome: SysctlProbeStatus,
-    pub host_value: Option<String>,
-    pub probe_value: Option<String>,
-    pub detail: Option<String>,
-}
-
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct SysctlProbeOutcome {
     pub results: Vec<SysctlProbeResult>,
     pub error: Option<NativeError>,
