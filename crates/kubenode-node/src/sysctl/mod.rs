@@ -2,8 +2,10 @@
 //! `NameTable` (each distinct name crosses once, via `intern`), or joined by NUL in one string;
 //! either way one crossing per pod, or per batch; namespace work runs as AsyncTasks whose
 //! outcome objects carry the shared `NativeError`, since a Task can only reject with a plain
-//! status. `types` are the JS shapes, `convert` maps them, `allowlist` is the class, `tasks`
-//! run off the JS thread, `staged` is the per-pod admit without arguments; `policy` (compiled
+//! status. The core's own values (namespaces, probe results, applied sysctls, allowlist and
+//! policy entries) cross as they are, through its `napi` feature; `types` are the shapes only
+//! the boundary has, `convert` maps them, `allowlist` is the class, `tasks` run off the JS
+//! thread, `staged` is the per-pod admit without arguments; `policy` (compiled
 //! SysctlPolicy/SysctlNamePolicy), `annotations` (the alpha annotations) and `baseline` (Pod
 //! Security's check) are the policy entry points; the free functions below are the rest.
 

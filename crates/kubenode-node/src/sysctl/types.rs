@@ -1,5 +1,6 @@
-//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the shared
-//! `NativeError`, since a task can only reject with a plain status.
+//! The objects only the boundary has (`#[napi(object)]`); the core's own values cross as they
+//! are. Task outcomes carry the shared `NativeError`, since a task can only reject with a plain
+//! status.
 
 use napi_derive::napi;
 
