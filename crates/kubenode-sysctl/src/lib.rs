@@ -58,5 +58,7 @@ pub use policy_value::{
 };
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;
-pub use safe::{baseline_allowed_sysctls, safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};
+pub use safe::{
+    baseline_allowed_sysctls, safe_list, safe_sysctl_allowlist, SafeList, SafeSysctl, SAFE_SYSCTLS,
+};
 pub use validation::{validate_host_sysctl, validate_sysctls, FieldError, FieldErrorType};

@@ -10,18 +10,6 @@ use kubenode_sysctl::{Applied as SysctlApplied, ProbeResult as SysctlProbeResult
 use crate::errors::NativeError;
 
 #[napi(object)]
-pub struct SysctlSafeList {
-    pub names: Vec<String>,
-    /// The version used, dotted; absent when unknown.
-    pub kernel: Option<String>,
-    /// Why the running kernel's version could not be determined (upstream then keeps only the
-    /// ungated rows).
-    pub kernel_error: Option<String>,
-    /// The Kubernetes release whose list this is (`v1.<minor>`).
-    pub kubernetes_version: String,
-}
-
-#[napi(object)]
 pub struct SysctlSafeRow {
     pub name: String,
     pub min_kernel: Option<String>,
