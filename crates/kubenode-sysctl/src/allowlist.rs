@@ -7,7 +7,7 @@ use thiserror::Error;
 
 use crate::lookup::{ExactTable, PrefixTable};
 use crate::name::{is_valid_sysctl_pattern, SYSCTL_CONTAIN_SLASH_PATTERN_FMT};
-use crate::namespace::{get_namespace, Namespace};
+use crate::namespace::{get_namespace, Namespace, NamespaceInfo};
 use crate::normalize::normalize_name;
 use crate::quote::go_quote;
 
@@ -59,6 +59,21 @@ fn slash_first(name: &[u8]) -> bool {
     name.iter().find(|&&c| c == b'.' || c == b'/') == Some(&b'/')
 }
 
+/// One allowlist entry as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_from_js = false, js_name = "SysctlAllowlistEntry")
+)]
+pub struct AllowlistEntry {
+    /// Normalised; a prefix without its `*`.
+    pub key: String,
+    // Named for the typings: `Namespace` is declared after this module is read.
+    #[cfg_attr(feature = "napi", napi(ts_type = "SysctlNamespace"))]
+    pub namespace: Namespace,
+    pub prefix: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Allowlist {
     sysctls: ExactTable,
@@ -78,7 +93,11 @@ impl Allowlist {
             if !is_valid_sysctl_pattern(p) {
                 return Err(AllowlistError::InvalidPattern(p.to_string()));
             }
-            let (ns, key, prefixed) = get_namespace(p);
+            let NamespaceInfo {
+                namespace: ns,
+                name: key,
+                prefixed,
+            } = get_namespace(p);
             if ns == Namespace::Unknown {
                 return Err(AllowlistError::NotNamespaced(key));
             }
@@ -108,6 +127,24 @@ impl Allowlist {
     /// Prefix keys (normalised, without the `*`).
     pub fn prefixes(&self) -> impl Iterator<Item = (&str, Namespace)> {
         self.prefixes.iter()
+    }
+
+    /// Every entry, sorted by key, an exact key before the prefix with the same text.
+    pub fn entries(&self) -> Vec<AllowlistEntry> {
+        let entry = |prefix| {
+            move |(key, namespace): (&str, Namespace)| AllowlistEntry {
+                key: key.to_string(),
+                namespace,
+                prefix,
+            }
+        };
+        let mut v: Vec<AllowlistEntry> = self
+            .exact()
+            .map(entry(false))
+            .chain(self.prefixes().map(entry(true)))
+            .collect();
+        v.sort_by(|a, b| a.key.cmp(&b.key).then(a.prefix.cmp(&b.prefix)));
+        v
     }
 
     /// Steps 2–4 of `validateSysctl` on a normalised name: exact key first, then a plain
@@ -243,6 +280,25 @@ impl Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_sorted_exact_before_prefix_repeats_overwritten() {
+        let a = Allowlist::new(&["net.b", "net/b/*", "kernel.shm*", "net.a", "net.b.*"]).unwrap();
+        let e = |key: &str, namespace, prefix| AllowlistEntry {
+            key: key.into(),
+            namespace,
+            prefix,
+        };
+        assert_eq!(
+            a.entries(),
+            [
+                e("kernel.shm", Namespace::Ipc, true),
+                e("net.a", Namespace::Net, false),
+                e("net.b", Namespace::Net, false),
+                e("net.b.", Namespace::Net, true),
+            ]
+        );
+    }
 
     #[test]
     fn more_than_65535_prefixes_with_one_first_byte() {

@@ -12,7 +12,7 @@ use kubenode_netns::Kind;
 use thiserror::Error;
 
 use crate::name::is_valid_sysctl_name;
-use crate::namespace::{get_namespace, Namespace};
+use crate::namespace::{get_namespace, Namespace, NamespaceInfo};
 use crate::normalize::normalize_name;
 use crate::quote::go_quote;
 
@@ -93,6 +93,10 @@ pub enum ApplyError {
 /// One sysctl as set: `previous` and `value` are read back from the kernel (whitespace as the
 /// kernel prints it, trailing newline removed).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_from_js = false, js_name = "SysctlApplied")
+)]
 pub struct Applied {
     pub name: String,
     pub path: String,
@@ -199,7 +203,11 @@ fn kind_of(raw: &str) -> Result<(String, Kind), ApplyError> {
     if !is_valid_sysctl_name(raw) {
         return Err(ApplyError::InvalidName(raw.to_string()));
     }
-    let (ns, name, _) = get_namespace(raw);
+    let NamespaceInfo {
+        namespace: ns,
+        name,
+        ..
+    } = get_namespace(raw);
     let kind = match ns {
         Namespace::Net => Kind::Net,
         Namespace::Ipc => Kind::Ipc,

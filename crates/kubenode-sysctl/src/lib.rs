@@ -23,9 +23,12 @@ mod policy_value;
 mod probe;
 mod quote;
 mod safe;
+mod string_enum;
 mod validation;
 
-pub use allowlist::{AdmitError, Allowlist, AllowlistError, Verdict, FORBIDDEN_REASON};
+pub use allowlist::{
+    AdmitError, Allowlist, AllowlistEntry, AllowlistError, Verdict, FORBIDDEN_REASON,
+};
 pub use annotations::{
     parse_sysctl_annotation, sysctls_from_annotations, AnnotationFormatError, SYSCTLS_ANNOTATION,
     UNSAFE_SYSCTLS_ANNOTATION,
@@ -41,7 +44,7 @@ pub use name::{
     SYSCTL_CONTAIN_SLASH_PATTERN_FMT, SYSCTL_MAX_LENGTH,
 };
 pub use namespace::{
-    get_namespace, namespace_of, Namespace, EXACT as NAMESPACE_EXACT,
+    get_namespace, namespace_of, Namespace, NamespaceInfo, EXACT as NAMESPACE_EXACT,
     PREFIXES as NAMESPACE_PREFIXES,
 };
 pub use normalize::normalize_name;
@@ -55,5 +58,7 @@ pub use policy_value::{
 };
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;
-pub use safe::{baseline_allowed_sysctls, safe_sysctl_allowlist, SafeSysctl, SAFE_SYSCTLS};
+pub use safe::{
+    baseline_allowed_sysctls, safe_list, safe_sysctl_allowlist, SafeList, SafeSysctl, SAFE_SYSCTLS,
+};
 pub use validation::{validate_host_sysctl, validate_sysctls, FieldError, FieldErrorType};

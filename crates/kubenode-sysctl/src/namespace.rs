@@ -2,26 +2,18 @@
 //! prefix table where a key matches names starting with `<key>.`.
 
 use crate::normalize::normalize_name;
+use crate::string_enum::string_enum;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Namespace {
-    Ipc,
-    Net,
-    Uts,
-    User,
-    Unknown,
-}
-
-impl Namespace {
-    /// Upstream's string; it appears verbatim in kubelet messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Namespace::Ipc => "IPC",
-            Namespace::Net => "Net",
-            Namespace::Uts => "UTS",
-            Namespace::User => "User",
-            Namespace::Unknown => "",
-        }
+string_enum! {
+    #[doc = "The kernel namespace a sysctl belongs to, as upstream names it (the string appears"]
+    #[doc = "verbatim in kubelet messages); `\"\"` when not namespaced."]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Namespace as "SysctlNamespace" {
+        Ipc = "IPC",
+        Net = "Net",
+        Uts = "UTS",
+        User = "User",
+        Unknown = "",
     }
 }
 
@@ -61,15 +53,33 @@ pub fn namespace_of(name: &str) -> Namespace {
     Namespace::Unknown
 }
 
+/// What `GetNamespace` returns for a name or pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_from_js = false, js_name = "SysctlNamespaceInfo")
+)]
+pub struct NamespaceInfo {
+    pub namespace: Namespace,
+    /// Normalised, cut before the first `*`.
+    pub name: String,
+    /// The name had a `*` (it is a prefix).
+    pub prefixed: bool,
+}
+
 /// `GetNamespace`: normalise, cut at the first `*` (marking the result as a prefix), classify.
 /// The cut keeps a trailing dot: `net.ipv6.neigh.*` gives `net.ipv6.neigh.`.
-pub fn get_namespace(name: &str) -> (Namespace, String, bool) {
+pub fn get_namespace(name: &str) -> NamespaceInfo {
     let normalized = normalize_name(name);
     let (key, prefixed) = match normalized.find('*') {
         Some(i) => (&normalized[..i], true),
         None => (&normalized[..], false),
     };
-    (namespace_of(key), key.to_string(), prefixed)
+    NamespaceInfo {
+        namespace: namespace_of(key),
+        name: key.to_string(),
+        prefixed,
+    }
 }
 
 #[cfg(test)]
@@ -92,7 +102,10 @@ mod tests {
 
     #[test]
     fn get_namespace_consequences() {
-        let g = |s: &str| get_namespace(s);
+        let g = |s: &str| {
+            let i = get_namespace(s);
+            (i.namespace, i.name, i.prefixed)
+        };
         assert_eq!(g("net.*"), (Namespace::Net, "net.".into(), true));
         assert_eq!(g("net*"), (Namespace::Unknown, "net".into(), true));
         assert_eq!(g("*"), (Namespace::Unknown, "".into(), true));

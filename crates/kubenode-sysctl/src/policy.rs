@@ -144,12 +144,18 @@ impl SysctlNamePolicy {
 
 /// One entry of a SysctlPolicy list as given (before compiling).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_to_js = false, js_name = "SysctlPolicyEntryInput")
+)]
 pub struct PolicyEntry {
     /// Dot-separated segments, each `[a-z]+[a-z_-0-9]*` or `*` (wildcard for one segment).
     pub name: String,
     pub values: Option<Vec<String>>,
     pub min: Option<i64>,
     pub max: Option<i64>,
+    // Named for the typings: `IntRange` is declared in a module read after this one.
+    #[cfg_attr(feature = "napi", napi(ts_type = "Array<SysctlPolicyRange>"))]
     pub fields: Option<Vec<IntRange>>,
 }
 

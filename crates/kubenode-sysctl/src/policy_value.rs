@@ -86,8 +86,13 @@ pub fn integer_fields(v: &str, count: usize) -> Option<Vec<i64>> {
     (out.len() == count).then_some(out)
 }
 
-/// Inclusive bounds of an integer field; no bound where `None`.
+/// Inclusive bounds of an integer field; no bound where `None`. JavaScript passes safe
+/// integers (its callers check that), which napi reads exactly.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, js_name = "SysctlPolicyRange")
+)]
 pub struct IntRange {
     pub min: Option<i64>,
     pub max: Option<i64>,

@@ -12,7 +12,13 @@ use crate::namespace::{namespace_of, Namespace, EXACT};
 use crate::normalize::normalize_name;
 use crate::safe::SAFE_SYSCTLS;
 
+/// What probing one sysctl in throwaway namespaces showed; JavaScript reads each as its name in
+/// kebab case (`not-namespaced`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(string_enum = "kebab-case", js_name = "SysctlProbeStatus")
+)]
 pub enum ProbeOutcome {
     /// Changed in the new namespace, host unchanged.
     Isolated,
@@ -29,20 +35,12 @@ pub enum ProbeOutcome {
     Error,
 }
 
-impl ProbeOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProbeOutcome::Isolated => "isolated",
-            ProbeOutcome::Leaked => "leaked",
-            ProbeOutcome::Absent => "absent",
-            ProbeOutcome::Unchangeable => "unchangeable",
-            ProbeOutcome::NotNamespaced => "not-namespaced",
-            ProbeOutcome::Error => "error",
-        }
-    }
-}
-
+/// One sysctl's probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_from_js = false, js_name = "SysctlProbeResult")
+)]
 pub struct ProbeResult {
     pub name: String,
     pub namespace: Namespace,

@@ -3,7 +3,7 @@
 //! the release that added it, so the list of any supported release can be derived.
 
 use crate::k8s_version::KubernetesVersion;
-use crate::kernel::KernelVersion;
+use crate::kernel::{read_kernel_version, KernelVersion, VersionError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SafeSysctl {
@@ -57,6 +57,45 @@ pub fn safe_sysctl_allowlist(
         })
         .map(|s| s.name)
         .collect()
+}
+
+/// A node's safe list and what it was derived from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, object_from_js = false, js_name = "SysctlSafeList")
+)]
+pub struct SafeList {
+    pub names: Vec<String>,
+    /// The version used, dotted; absent when unknown.
+    pub kernel: Option<String>,
+    /// Why the running kernel's version could not be determined (upstream then keeps only the
+    /// ungated rows).
+    pub kernel_error: Option<String>,
+    /// The Kubernetes release whose list this is (`v1.<minor>`).
+    pub kubernetes_version: String,
+}
+
+/// The safe list of release `k8s` for `kernel`, or for the running kernel when `None`. A given
+/// version that does not parse is an error; a running kernel whose version cannot be read
+/// leaves only the ungated rows, as upstream does, and says why.
+pub fn safe_list(kernel: Option<&str>, k8s: KubernetesVersion) -> Result<SafeList, VersionError> {
+    let (version, kernel_error) = match kernel {
+        Some(k) => (Some(KernelVersion::parse(k)?), None),
+        None => match read_kernel_version() {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+    };
+    Ok(SafeList {
+        names: safe_sysctl_allowlist(version.as_ref(), k8s)
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        kernel: version.map(|v| v.to_string()),
+        kernel_error,
+        kubernetes_version: k8s.to_string(),
+    })
 }
 
 /// Pod Security's baseline `sysctls` check (`policy/check_sysctls.go`): the names allowed at
@@ -114,6 +153,33 @@ mod tests {
             safe_sysctl_allowlist(None, KubernetesVersion::OLDEST).len(),
             5
         );
+    }
+
+    #[test]
+    fn safe_list_says_what_it_was_derived_from() {
+        let l = safe_list(Some("4.14.0-1-generic"), KubernetesVersion::OLDEST).unwrap();
+        assert_eq!(l.kernel.as_deref(), Some("4.14.0"));
+        assert_eq!(l.kernel_error, None);
+        assert_eq!(l.kubernetes_version, "v1.36");
+        assert_eq!(
+            l.names,
+            safe_sysctl_allowlist(
+                Some(&KernelVersion::parse("4.14").unwrap()),
+                KubernetesVersion::OLDEST
+            )
+        );
+        assert_eq!(
+            safe_list(Some("four"), NEWEST).unwrap_err(),
+            KernelVersion::parse("four").unwrap_err()
+        );
+        // The running kernel: its version, or (where /proc cannot be read) the reason and the
+        // ungated rows only.
+        let running = safe_list(None, NEWEST).unwrap();
+        match (&running.kernel, &running.kernel_error) {
+            (Some(_), None) => assert!(running.names.len() >= 5),
+            (None, Some(_)) => assert_eq!(running.names.len(), 5),
+            other => panic!("kernel and error: {other:?}"),
+        }
     }
 
     #[test]

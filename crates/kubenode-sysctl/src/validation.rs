@@ -121,7 +121,7 @@ pub fn validate_host_sysctl(
     host_net: bool,
     host_ipc: bool,
 ) -> Option<FieldError> {
-    let (ns, _, _) = get_namespace(name);
+    let ns = get_namespace(name).namespace;
     let detail = match ns {
         Namespace::Net if host_net => "may not be specified when 'hostNetwork' is true",
         Namespace::Ipc if host_ipc => "may not be specified when 'hostIPC' is true",

@@ -3,14 +3,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kubenode_sysctl::Allowlist;
+use kubenode_sysctl::{Allowlist, AllowlistEntry as SysctlAllowlistEntry};
 use napi::bindgen_prelude::{Uint32Array, Uint8Array};
 use napi::{Env, JsString};
 use napi_derive::napi;
 
 use super::convert::{batch_err, read_joined, rejections, Scratch};
 use super::staged;
-use super::types::{SysctlAllowlistEntry, SysctlRejections};
+use super::types::SysctlRejections;
 use super::{HOST_IPC, HOST_NETWORK};
 use crate::errors::{err, throwing, ErrorCode};
 
@@ -208,27 +208,6 @@ impl JsSysctlAllowlist {
     /// The entries as stored: normalised keys, prefixes without the `*`.
     #[napi]
     pub fn entries(&self) -> Vec<SysctlAllowlistEntry> {
-        let mut v: Vec<SysctlAllowlistEntry> = self
-            .shared
-            .inner
-            .exact()
-            .map(|(k, ns)| SysctlAllowlistEntry {
-                key: k.to_string(),
-                namespace: ns.into(),
-                prefix: false,
-            })
-            .chain(
-                self.shared
-                    .inner
-                    .prefixes()
-                    .map(|(k, ns)| SysctlAllowlistEntry {
-                        key: k.to_string(),
-                        namespace: ns.into(),
-                        prefix: true,
-                    }),
-            )
-            .collect();
-        v.sort_by(|a, b| a.key.cmp(&b.key).then(a.prefix.cmp(&b.prefix)));
-        v
+        self.shared.inner.entries()
     }
 }

@@ -4,15 +4,11 @@
 use std::borrow::Cow;
 
 use kubenode_sysctl::{
-    Applied, ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError,
-    Namespace, ProbeOutcome, ProbeResult, Rejection,
+    ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError, Rejection,
 };
 use napi::{JsString, JsValue};
 
-use super::types::{
-    SysctlApplied, SysctlFieldError, SysctlNamespace, SysctlProbeResult, SysctlProbeStatus,
-    SysctlRejections,
-};
+use super::types::{SysctlFieldError, SysctlRejections};
 use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
@@ -106,37 +102,13 @@ pub fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
         .collect()
 }
 
-/// A task's core result as an outcome's two fields: the converted items, or none and the error.
-pub fn task_outcome<T, U: From<T>>(
+/// A task's core result as an outcome's two fields: the items, or none and the error.
+pub fn task_outcome<T>(
     output: std::result::Result<Vec<T>, ApplyError>,
-) -> (Vec<U>, Option<NativeError>) {
+) -> (Vec<T>, Option<NativeError>) {
     match output {
-        Ok(v) => (v.into_iter().map(U::from).collect(), None),
+        Ok(v) => (v, None),
         Err(e) => (Vec::new(), Some((&e).into())),
-    }
-}
-
-impl From<Applied> for SysctlApplied {
-    fn from(a: Applied) -> Self {
-        Self {
-            name: a.name,
-            path: a.path,
-            previous: a.previous,
-            value: a.value,
-        }
-    }
-}
-
-impl From<ProbeResult> for SysctlProbeResult {
-    fn from(r: ProbeResult) -> Self {
-        Self {
-            name: r.name,
-            namespace: r.namespace.into(),
-            outcome: r.outcome.into(),
-            host_value: r.host_value,
-            probe_value: r.probe_value,
-            detail: r.detail,
-        }
     }
 }
 
@@ -161,30 +133,5 @@ impl From<&ApplyError> for NativeError {
             _ => ErrorCode::Io,
         };
         err(code, e).scoped(ErrorScope::Sysctl)
-    }
-}
-
-impl From<Namespace> for SysctlNamespace {
-    fn from(ns: Namespace) -> Self {
-        match ns {
-            Namespace::Ipc => Self::Ipc,
-            Namespace::Net => Self::Net,
-            Namespace::Uts => Self::Uts,
-            Namespace::User => Self::User,
-            Namespace::Unknown => Self::None,
-        }
-    }
-}
-
-impl From<ProbeOutcome> for SysctlProbeStatus {
-    fn from(o: ProbeOutcome) -> Self {
-        match o {
-            ProbeOutcome::Isolated => Self::Isolated,
-            ProbeOutcome::Leaked => Self::Leaked,
-            ProbeOutcome::Absent => Self::Absent,
-            ProbeOutcome::Unchangeable => Self::Unchangeable,
-            ProbeOutcome::NotNamespaced => Self::NotNamespaced,
-            ProbeOutcome::Error => Self::Error,
-        }
     }
 }

@@ -2,16 +2,20 @@
 //! `NameTable` (each distinct name crosses once, via `intern`), or joined by NUL in one string;
 //! either way one crossing per pod, or per batch; namespace work runs as AsyncTasks whose
 //! outcome objects carry the shared `NativeError`, since a Task can only reject with a plain
-//! status. `types` are the JS shapes, `convert` maps them, `allowlist` is the class, `tasks`
+//! status. The core's own values (namespaces, the safe list, probe results, applied sysctls,
+//! allowlist and policy entries) cross as they are, through its `napi` feature; `types` are
+//! the shapes only the boundary has, `convert` maps them, `allowlist` is the class, `tasks`
 //! run off the JS thread, `staged` is the per-pod admit without arguments; `policy` (compiled
 //! SysctlPolicy/SysctlNamePolicy), `annotations` (the alpha annotations) and `baseline` (Pod
 //! Security's check) are the policy entry points; the free functions below are the rest.
 
 use kubenode_sysctl::{
     baseline_allowed_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
-    is_valid_sysctl_pattern, normalize_name, parse_policy_version, read_kernel_version,
-    safe_sysctl_allowlist, validate_sysctls, KernelVersion, NsTarget, SAFE_SYSCTLS,
+    is_valid_sysctl_pattern, normalize_name, parse_policy_version, safe_list, validate_sysctls,
+    KernelVersion, NsTarget, SAFE_SYSCTLS,
 };
+// Imported under their JS names, which the generated typings then use.
+use kubenode_sysctl::{NamespaceInfo as SysctlNamespaceInfo, SafeList as SysctlSafeList};
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
@@ -55,12 +59,7 @@ pub fn sysctl_normalize_name(name: String) -> String {
 
 #[napi]
 pub fn sysctl_get_namespace(name: String) -> SysctlNamespaceInfo {
-    let (ns, name, prefixed) = get_namespace(&name);
-    SysctlNamespaceInfo {
-        namespace: ns.into(),
-        name,
-        prefixed,
-    }
+    get_namespace(&name)
 }
 
 /// `ParseGeneric` components of a kernel version string.
@@ -82,25 +81,7 @@ pub fn sysctl_safe_allowlist(
 ) -> napi::Result<SysctlSafeList> {
     throwing(&env, || {
         let k8s = k8s_version(kubernetes_version)?;
-        let (v, kernel_error) = match kernel {
-            Some(k) => (
-                Some(KernelVersion::parse(&k).map_err(|e| err(ErrorCode::Parse, e))?),
-                None,
-            ),
-            None => match read_kernel_version() {
-                Ok(v) => (Some(v), None),
-                Err(e) => (None, Some(e.to_string())),
-            },
-        };
-        Ok(SysctlSafeList {
-            names: safe_sysctl_allowlist(v.as_ref(), k8s)
-                .into_iter()
-                .map(String::from)
-                .collect(),
-            kernel: v.map(|v| v.to_string()),
-            kernel_error,
-            kubernetes_version: k8s.to_string(),
-        })
+        safe_list(kernel.as_deref(), k8s).map_err(|e| err(ErrorCode::Parse, e))
     })
 }
 

@@ -3,31 +3,17 @@
 //! (its names, and values, as two arrays).
 
 use kubenode_sysctl::{
-    bad_value_message, integer_fields_source, not_allowed_message, IntRange, PolicyEntry,
-    SysctlNamePolicy, SysctlPolicy, ValueRule, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
+    bad_value_message, integer_fields_source, not_allowed_message, SysctlNamePolicy, SysctlPolicy,
+    ValueRule, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
 };
+// Imported under their JS names, which the generated typings then use.
+use kubenode_sysctl::{IntRange as SysctlPolicyRange, PolicyEntry as SysctlPolicyEntryInput};
 use napi::Env;
 use napi_derive::napi;
 
 use super::convert::field_errors;
 use super::types::SysctlFieldError;
-use crate::convert::integer;
 use crate::errors::{err, throwing, ErrorCode, Result};
-
-#[napi(object)]
-pub struct SysctlPolicyRange {
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-}
-
-#[napi(object)]
-pub struct SysctlPolicyEntryInput {
-    pub name: String,
-    pub values: Option<Vec<String>>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    pub fields: Option<Vec<SysctlPolicyRange>>,
-}
 
 /// The detail texts a violation of a rule reports (after `value `), for renderers.
 #[napi(object)]
@@ -49,8 +35,8 @@ pub struct SysctlPolicyRule {
     pub segments: Vec<String>,
     /// Allowed values, canonical form, first-seen order without repeats.
     pub values: Option<Vec<String>>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
     pub fields: Option<Vec<SysctlPolicyRange>>,
     pub details: SysctlPolicyDetails,
 }
@@ -103,42 +89,6 @@ pub fn sysctl_policy_bad_value_message(name: String, detail: String) -> String {
     bad_value_message(&name, &detail)
 }
 
-fn bound(what: &str, v: Option<f64>) -> Result<Option<i64>> {
-    v.map(|v| integer(what, v)).transpose()
-}
-
-fn range_in(r: &SysctlPolicyRange, at: &str) -> Result<IntRange> {
-    Ok(IntRange {
-        min: bound(&format!("{at}.min"), r.min)?,
-        max: bound(&format!("{at}.max"), r.max)?,
-    })
-}
-
-fn entry_in(e: SysctlPolicyEntryInput, at: &str) -> Result<PolicyEntry> {
-    Ok(PolicyEntry {
-        min: bound(&format!("{at}.min"), e.min)?,
-        max: bound(&format!("{at}.max"), e.max)?,
-        fields: e
-            .fields
-            .map(|f| {
-                f.iter()
-                    .enumerate()
-                    .map(|(j, r)| range_in(r, &format!("{at}.fields[{j}]")))
-                    .collect::<Result<Vec<_>>>()
-            })
-            .transpose()?,
-        name: e.name,
-        values: e.values,
-    })
-}
-
-fn range_out(r: &IntRange) -> SysctlPolicyRange {
-    SysctlPolicyRange {
-        min: r.min.map(|n| n as f64),
-        max: r.max.map(|n| n as f64),
-    }
-}
-
 fn rule_out(segments: &[String], rule: &ValueRule) -> SysctlPolicyRule {
     let mut out = SysctlPolicyRule {
         segments: segments.to_vec(),
@@ -161,13 +111,13 @@ fn rule_out(segments: &[String], rule: &ValueRule) -> SysctlPolicyRule {
             out.values = Some(values.clone());
         }
         ValueRule::Range(r) => {
-            out.min = r.min.map(|n| n as f64);
-            out.max = r.max.map(|n| n as f64);
+            out.min = r.min;
+            out.max = r.max;
             out.details.range = Some(r.detail());
         }
         ValueRule::Fields(ranges) => {
             out.details.fields = Some(rule.field_details());
-            out.fields = Some(ranges.iter().map(range_out).collect());
+            out.fields = Some(ranges.clone());
         }
     }
     out
@@ -211,11 +161,6 @@ impl JsSysctlPolicy {
     ) -> napi::Result<Self> {
         throwing(&env, || {
             let path = path.as_deref().unwrap_or("entries");
-            let entries = entries
-                .into_iter()
-                .enumerate()
-                .map(|(i, e)| entry_in(e, &format!("{path}[{i}]")))
-                .collect::<Result<Vec<_>>>()?;
             let inner =
                 SysctlPolicy::new_at(&entries, path).map_err(|e| err(ErrorCode::InvalidArg, e))?;
             Ok(Self { inner })

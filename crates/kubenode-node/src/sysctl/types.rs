@@ -1,62 +1,13 @@
-//! The objects that cross the boundary (`#[napi(object)]`). Task outcomes carry the shared
-//! `NativeError`, since a task can only reject with a plain status.
+//! The objects only the boundary has (`#[napi(object)]`); the core's own values cross as they
+//! are. Task outcomes carry the shared `NativeError`, since a task can only reject with a plain
+//! status.
 
 use napi_derive::napi;
 
+// Imported under their JS names, which the generated typings then use.
+use kubenode_sysctl::{Applied as SysctlApplied, ProbeResult as SysctlProbeResult};
+
 use crate::errors::NativeError;
-
-/// The kernel namespace a sysctl belongs to, as upstream names it; `""` when not namespaced.
-#[napi(string_enum)]
-pub enum SysctlNamespace {
-    #[napi(value = "IPC")]
-    Ipc,
-    #[napi(value = "Net")]
-    Net,
-    #[napi(value = "UTS")]
-    Uts,
-    #[napi(value = "User")]
-    User,
-    #[napi(value = "")]
-    None,
-}
-
-/// What probing one sysctl in throwaway namespaces showed.
-#[napi(string_enum)]
-pub enum SysctlProbeStatus {
-    /// Changed in the new namespace, host unchanged.
-    #[napi(value = "isolated")]
-    Isolated,
-    /// Changing it in the new namespace changed the host value too (then restored).
-    #[napi(value = "leaked")]
-    Leaked,
-    #[napi(value = "absent")]
-    Absent,
-    #[napi(value = "unchangeable")]
-    Unchangeable,
-    #[napi(value = "not-namespaced")]
-    NotNamespaced,
-    #[napi(value = "error")]
-    Error,
-}
-
-#[napi(object)]
-pub struct SysctlNamespaceInfo {
-    pub namespace: SysctlNamespace,
-    pub name: String,
-    pub prefixed: bool,
-}
-
-#[napi(object)]
-pub struct SysctlSafeList {
-    pub names: Vec<String>,
-    /// The version used, dotted; absent when unknown.
-    pub kernel: Option<String>,
-    /// Why the running kernel's version could not be determined (upstream then keeps only the
-    /// ungated rows).
-    pub kernel_error: Option<String>,
-    /// The Kubernetes release whose list this is (`v1.<minor>`).
-    pub kubernetes_version: String,
-}
 
 #[napi(object)]
 pub struct SysctlSafeRow {
@@ -74,13 +25,6 @@ pub struct SysctlFieldError {
     pub detail: String,
     /// `field.Error.Error()`.
     pub message: String,
-}
-
-#[napi(object)]
-pub struct SysctlAllowlistEntry {
-    pub key: String,
-    pub namespace: SysctlNamespace,
-    pub prefix: bool,
 }
 
 #[napi(object)]
@@ -105,31 +49,13 @@ pub struct SysctlPair {
     pub value: String,
 }
 
-#[napi(object)]
-pub struct SysctlApplied {
-    pub name: String,
-    pub path: String,
-    pub previous: String,
-    pub value: String,
-}
-
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct SysctlApplyOutcome {
     pub applied: Vec<SysctlApplied>,
     pub error: Option<NativeError>,
 }
 
-#[napi(object)]
-pub struct SysctlProbeResult {
-    pub name: String,
-    pub namespace: SysctlNamespace,
-    pub outcome: SysctlProbeStatus,
-    pub host_value: Option<String>,
-    pub probe_value: Option<String>,
-    pub detail: Option<String>,
-}
-
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct SysctlProbeOutcome {
     pub results: Vec<SysctlProbeResult>,
     pub error: Option<NativeError>,
