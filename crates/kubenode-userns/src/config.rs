@@ -26,6 +26,7 @@ pub struct Config {
 
 /// The pool cut into slots: slot `i` maps host IDs from `(i + off) * ids_per_pod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi_derive::napi(object, js_name = "UsernsLayout"))]
 pub struct Layout {
     pub ids_per_pod: u32,
     pub off: u32,

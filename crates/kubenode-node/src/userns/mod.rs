@@ -7,7 +7,7 @@ mod manager;
 mod tasks;
 mod types;
 
-use kubenode_userns::{Config, UserNamespace};
+use kubenode_userns::{Config, Layout as UsernsLayout, UserNamespace};
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
@@ -15,7 +15,6 @@ use napi_derive::napi;
 use crate::convert as numbers;
 use crate::errors::{err, throwing, ErrorCode};
 use tasks::{ListTask, VerifyTarget, VerifyTask};
-use types::UsernsLayout;
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
@@ -27,15 +26,13 @@ pub fn userns_layout(
     max_pods: u32,
 ) -> napi::Result<UsernsLayout> {
     throwing(&env, || {
-        let l = Config {
+        let config = Config {
             ids_per_pod,
             first_id,
             length,
             max_pods,
-        }
-        .layout()
-        .map_err(|e| err(ErrorCode::InvalidArg, e))?;
-        Ok(l.into())
+        };
+        config.layout().map_err(|e| err(ErrorCode::InvalidArg, e))
     })
 }
 

@@ -11,6 +11,10 @@ pub use encode::encode;
 
 /// One `idMapping` entry of the file (and of the CRI message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, js_name = "UsernsIdMapping")
+)]
 pub struct IdMapping {
     pub host_id: u32,
     pub container_id: u32,
