@@ -51,12 +51,9 @@ export class AllocationBitmap {
   constructor(max: number, rangeSpec: string, options: AllocationBitmapOptions = {}) {
     assertInteger('max', max, 0, MAX_SLOTS);
     assertString('rangeSpec', rangeSpec);
-    const { strategy = 'random-scan', offset, seed } = options;
-    if (strategy !== 'random-scan' && strategy !== 'contiguous-scan') {
-      throw new KubenodeTypeError(
-        `strategy must be "random-scan" or "contiguous-scan", got ${JSON.stringify(strategy)}`,
-      );
-    }
+    const { strategy, offset, seed } = options;
+    // The names, the default and the message for an unknown one are the native side's.
+    if (strategy !== undefined) assertString('strategy', strategy);
     if (offset !== undefined) assertInteger('offset', offset, 0, MAX_SLOTS);
     if (seed !== undefined) assertInteger('seed', seed);
     this.#n = callNative(() => new native.AllocationBitmap(max, rangeSpec, { strategy, offset, seed }));

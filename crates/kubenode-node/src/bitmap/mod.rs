@@ -23,6 +23,7 @@ fn to_js(e: BitmapError) -> NativeError {
 }
 
 #[napi(object)]
+#[derive(Default)]
 pub struct BitmapOptions {
     /// `"random-scan"` (default) or `"contiguous-scan"`.
     pub strategy: Option<String>,
@@ -78,31 +79,15 @@ impl JsAllocationBitmap {
     ) -> napi::Result<Self> {
         throwing(&env, || {
             let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
-            let opts = options.unwrap_or(BitmapOptions {
-                strategy: None,
-                offset: None,
-                seed: None,
-            });
-            let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
-                "random-scan" => {
-                    let offset = match opts.offset {
-                        Some(o) => {
-                            convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize
-                        }
-                        None => 0,
-                    };
-                    Strategy::RandomScan { offset }
-                }
-                "contiguous-scan" => Strategy::ContiguousScan,
-                other => {
-                    return Err(err(
-                        ErrorCode::InvalidArg,
-                        format!(
-                            "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
-                        ),
-                    ))
-                }
+            let opts = options.unwrap_or_default();
+            let mut strategy = match opts.strategy.as_deref() {
+                Some(name) => Strategy::named(name).map_err(to_js)?,
+                None => Strategy::default(),
             };
+            // Only the random scan has an offset; for the contiguous scan it is ignored.
+            if let (Strategy::RandomScan { offset }, Some(o)) = (&mut strategy, opts.offset) {
+                *offset = convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize;
+            }
             let rng = match opts.seed {
                 Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
                 None => SplitMix64::from_entropy(),
