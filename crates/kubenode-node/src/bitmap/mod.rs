@@ -33,9 +33,12 @@ pub struct BitmapOptions {
     pub seed: Option<f64>,
 }
 
+/// A bitmap's persisted state, upstream's `RangeAllocation` format.
 #[napi(object)]
 pub struct BitmapSnapshot {
+    /// The map's `rangeSpec`; `restore` refuses a snapshot of another range.
     pub range: String,
+    /// Upstream's format: the bit set as a big-endian integer without leading zero bytes.
     pub data: Buffer,
 }
 
