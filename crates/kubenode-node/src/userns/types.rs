@@ -39,10 +39,14 @@ pub struct UsernsOutcome {
     pub error: Option<NativeError>,
 }
 
+/// One pod's range, as `UserNsManager.allocations` lists it.
 #[napi(object)]
 pub struct UsernsAllocation {
+    /// Pod UID.
     pub pod: String,
+    /// First host ID of the pod's range.
     pub host_id: u32,
+    /// Number of IDs in the range (`idsPerPod`).
     pub length: u32,
 }
 

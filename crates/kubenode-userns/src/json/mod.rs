@@ -16,8 +16,11 @@ pub use encode::encode;
     napi_derive::napi(object, js_name = "UsernsIdMapping")
 )]
 pub struct IdMapping {
+    /// First ID on the host.
     pub host_id: u32,
+    /// First ID inside the container (0 for pod user namespaces).
     pub container_id: u32,
+    /// Number of IDs mapped.
     pub length: u32,
 }
 
