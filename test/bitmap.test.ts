@@ -113,6 +113,25 @@ describe('AllocationBitmap', () => {
     expect(m2.allocateNext()).toBeNull();
   });
 
+  it('takes the strategy names, their default and the unknown-name message from the native side', () => {
+    const unknown = 'strategy must be "random-scan" or "contiguous-scan", got "best-fit"';
+    const viaFacade = () => new AllocationBitmap(10, 'x', { strategy: 'best-fit' as 'random-scan' });
+    expect(viaFacade).toThrow(KubenodeTypeError);
+    expect(viaFacade).toThrow(unknown);
+    expect(() => new native.AllocationBitmap(10, 'x', { strategy: 'best-fit' })).toThrow(
+      expect.objectContaining({ code: 'ERR_KUBENODE_INVALID_ARG', message: unknown }),
+    );
+    expect(() => new AllocationBitmap(10, 'x', { strategy: 5 as unknown as 'random-scan' })).toThrow(
+      'strategy must be a string, got 5',
+    );
+    // The default is the random scan: the offset applies (slots below it last).
+    const m = new AllocationBitmap(8, 'x', { offset: 4, seed: 2 });
+    expect([0, 1, 2, 3].map(() => m.allocateNext()).every((i) => i !== null && i >= 4)).toBe(true);
+    // The contiguous scan has no offset: an out-of-range one is not looked at.
+    const c = new native.AllocationBitmap(8, 'x', { strategy: 'contiguous-scan', offset: -1 });
+    expect(c.allocateNext()).toBe(0);
+  });
+
   it('rejects bad arguments with typed errors', () => {
     expect(() => new AllocationBitmap(-1, 'x')).toThrow(KubenodeRangeError);
     expect(() => new AllocationBitmap(Number.NaN, 'x')).toThrow(KubenodeTypeError);

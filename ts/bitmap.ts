@@ -2,7 +2,7 @@
 // (pkg/registry/core/service/allocator). State and search live in Rust; this class checks
 // arguments and maps errors, one native call per operation. The hot operations are staged
 // (./bitmap-stage.ts): zero-argument native calls, falling back to the class methods.
-import type { AllocationBitmap as NativeBitmap } from './binding.js';
+import type { BitmapSnapshot, AllocationBitmap as NativeBitmap } from './binding.js';
 import * as staged from './bitmap-stage.js';
 import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
 import { native } from './native.js';
@@ -24,13 +24,8 @@ export interface AllocationBitmapOptions {
   seed?: number;
 }
 
-/** A bitmap's persisted state, upstream's `RangeAllocation` format. */
-export interface BitmapSnapshot {
-  /** The map's `rangeSpec`; `restore` refuses a snapshot of another range. */
-  range: string;
-  /** Upstream's format: the bit set as a big-endian integer without leading zero bytes. */
-  data: Buffer;
-}
+// A bitmap's persisted state: the binding's shape, documented where the binding declares it.
+export type { BitmapSnapshot } from './binding.js';
 
 /** Largest supported size: one slot per 32-bit ID. */
 export const MAX_SLOTS = 2 ** 32;
@@ -51,12 +46,9 @@ export class AllocationBitmap {
   constructor(max: number, rangeSpec: string, options: AllocationBitmapOptions = {}) {
     assertInteger('max', max, 0, MAX_SLOTS);
     assertString('rangeSpec', rangeSpec);
-    const { strategy = 'random-scan', offset, seed } = options;
-    if (strategy !== 'random-scan' && strategy !== 'contiguous-scan') {
-      throw new KubenodeTypeError(
-        `strategy must be "random-scan" or "contiguous-scan", got ${JSON.stringify(strategy)}`,
-      );
-    }
+    const { strategy, offset, seed } = options;
+    // The names, the default and the message for an unknown one are the native side's.
+    if (strategy !== undefined) assertString('strategy', strategy);
     if (offset !== undefined) assertInteger('offset', offset, 0, MAX_SLOTS);
     if (seed !== undefined) assertInteger('seed', seed);
     this.#n = callNative(() => new native.AllocationBitmap(max, rangeSpec, { strategy, offset, seed }));

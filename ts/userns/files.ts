@@ -1,6 +1,10 @@
 // Read-only views of a pods directory and the kubelet's `userns` file format.
+import type { UsernsLayout as Layout } from '../binding.js';
 import { assertInteger, assertString, awaitNative, callNative, outcomeOrThrow } from '../errors.js';
 import { native } from '../native.js';
+
+// The pool cut into slots: the binding's shape, documented where the binding declares it.
+export type { Layout };
 
 /** One pod directory with a `userns` file, as `listPods` reports it. */
 export interface ListedPod {
@@ -46,19 +50,7 @@ export function parseFile(content: Uint8Array | string): {
 }
 
 /** Upstream's configuration checks alone: slots and offset, or the error. */
-export function layout(
-  idsPerPod: number,
-  firstId: number,
-  length: number,
-  maxPods: number,
-): {
-  /** IDs per pod, as given. */
-  idsPerPod: number;
-  /** `firstId / idsPerPod`: slot `i` maps host IDs from `(i + off) * idsPerPod`. */
-  off: number;
-  /** `length / idsPerPod`: number of slots in the pool. */
-  slots: number;
-} {
+export function layout(idsPerPod: number, firstId: number, length: number, maxPods: number): Layout {
   for (const [n, v] of [
     ['idsPerPod', idsPerPod],
     ['firstId', firstId],

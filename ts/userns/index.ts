@@ -2,7 +2,7 @@
 
 export type { UsernsVerifyReport } from '../binding.js';
 export { UsernsError, type UsernsErrorKind } from './errors.js';
-export { encodeFile, type ListedPod, layout, listPods, parseFile } from './files.js';
+export { encodeFile, type Layout, type ListedPod, layout, listPods, parseFile } from './files.js';
 export {
   type Allocation,
   DEFAULT_IDS_PER_POD,

@@ -3,7 +3,12 @@
 // checks upstream makes before taking its lock (feature gate, hostUsers, runtime handler), and
 // turns results into CRI `UserNamespace` messages. Per-pod calls are coalesced (./calls.ts);
 // every other operation is one native call.
-import type { UsernsCore, UsernsOutcome } from '../binding.js';
+import type {
+  UsernsAllocation as Allocation,
+  UsernsIdMapping as IdMapping,
+  UsernsCore,
+  UsernsOutcome,
+} from '../binding.js';
 import {
   assertInteger,
   assertString,
@@ -27,15 +32,9 @@ export const DEFAULT_MAX_PODS = 110;
 /** Name of the Kubernetes feature gate user namespaces sit behind. */
 export const FEATURE_GATE = 'UserNamespacesSupport';
 
-/** CRI `IDMapping`. */
-export interface IdMapping {
-  /** First ID on the host. */
-  hostId: number;
-  /** First ID inside the container (0 for pod user namespaces). */
-  containerId: number;
-  /** Number of IDs mapped. */
-  length: number;
-}
+// CRI `IDMapping` and the manager's allocations: the binding's shapes, documented where the
+// binding declares them.
+export type { Allocation, IdMapping };
 
 /** CRI `UserNamespace`; only NODE and POD are used for user namespaces. */
 export interface UserNamespace {
@@ -57,16 +56,6 @@ export type RunningPodLike =
       id: string;
     }
   | string;
-
-/** One pod's range, as `UserNsManager.allocations` lists it. */
-export interface Allocation {
-  /** Pod UID. */
-  pod: string;
-  /** First host ID of the pod's range. */
-  hostId: number;
-  /** Number of IDs in the range (`idsPerPod`). */
-  length: number;
-}
 
 /**
  * Whether the runtime handler supports user namespaces: a constant, or a lookup by handler name

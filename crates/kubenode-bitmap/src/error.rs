@@ -16,6 +16,9 @@ pub enum BitmapError {
     InvalidOffset { offset: u64, max: u64 },
     #[error("bitmap size {max} is too large (at most {limit} slots)")]
     TooLarge { max: u64, limit: u64 },
+    /// A strategy name other than the two `Strategy::named` knows.
+    #[error("strategy must be \"random-scan\" or \"contiguous-scan\", got {name:?}")]
+    UnknownStrategy { name: String },
     /// The memory for the map could not be allocated (reported instead of aborting).
     #[error("cannot allocate {bytes} bytes for a bitmap of {max} slots")]
     AllocationFailed { max: u64, bytes: usize },

@@ -1,7 +1,8 @@
+use crate::error::BitmapError;
 use crate::levels::LevelBitset;
 use crate::rng::SplitMix64;
 
-/// How `allocate_next` picks a free slot.
+/// How `allocate_next` picks a free slot. The default is upstream's: a random scan, no offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
     /// Upstream `randomScanStrategyWithOffset` (offset 0 is upstream's `NewAllocationMap`):
@@ -12,7 +13,25 @@ pub enum Strategy {
     ContiguousScan,
 }
 
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy::RandomScan { offset: 0 }
+    }
+}
+
 impl Strategy {
+    /// The strategy callers name: `"random-scan"` (offset 0; set it on the variant) or
+    /// `"contiguous-scan"`.
+    pub fn named(name: &str) -> Result<Self, BitmapError> {
+        match name {
+            "random-scan" => Ok(Strategy::default()),
+            "contiguous-scan" => Ok(Strategy::ContiguousScan),
+            _ => Err(BitmapError::UnknownStrategy {
+                name: name.to_string(),
+            }),
+        }
+    }
+
     /// Picks a free slot, or `None`. `count` includes restored bits at or past `max`, which
     /// upstream counts too, so a map can report full while in-range slots are free.
     pub(crate) fn pick(
@@ -48,4 +67,34 @@ impl Strategy {
 fn wrap_scan(bits: &LevelBitset, lo: usize, start: usize, hi: usize) -> Option<usize> {
     bits.first_clear_in(start, hi)
         .or_else(|| bits.first_clear_in(lo, start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_two_strategies_and_refuses_others() {
+        assert_eq!(
+            Strategy::named("random-scan"),
+            Ok(Strategy::RandomScan { offset: 0 })
+        );
+        assert_eq!(Strategy::default(), Strategy::RandomScan { offset: 0 });
+        assert_eq!(
+            Strategy::named("contiguous-scan"),
+            Ok(Strategy::ContiguousScan)
+        );
+        assert_eq!(
+            Strategy::named("best-fit").unwrap_err().to_string(),
+            r#"strategy must be "random-scan" or "contiguous-scan", got "best-fit""#
+        );
+        for bad in ["", "Random-Scan", "random-scan "] {
+            assert_eq!(
+                Strategy::named(bad),
+                Err(BitmapError::UnknownStrategy {
+                    name: bad.to_string()
+                })
+            );
+        }
+    }
 }

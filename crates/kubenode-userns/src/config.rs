@@ -26,9 +26,13 @@ pub struct Config {
 
 /// The pool cut into slots: slot `i` maps host IDs from `(i + off) * ids_per_pod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi_derive::napi(object, js_name = "UsernsLayout"))]
 pub struct Layout {
+    /// IDs per pod, as given.
     pub ids_per_pod: u32,
+    /// The pool's first ID divided by the IDs per pod.
     pub off: u32,
+    /// The pool's length divided by the IDs per pod: the number of slots.
     pub slots: u32,
 }
 

@@ -20,4 +20,4 @@ pub use manager::{
     RestoreStats, RANGE_SPEC,
 };
 pub use shared::{not_open, CallResult, OpenTicket, PodCall, SharedManager};
-pub use verify::{verify_mapping, VerifyReport};
+pub use verify::{verify_mapping, verify_pod, VerifyReport};

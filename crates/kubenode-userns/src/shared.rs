@@ -336,6 +336,16 @@ mod tests {
         s
     }
 
+    /// A manager opened on a new directory, with `created` allocated in order.
+    fn opened_with(created: &[&str]) -> (tempfile::TempDir, Arc<SharedManager>) {
+        let t = tempfile::tempdir().unwrap();
+        let s = open(t.path());
+        for pod in created {
+            s.get_or_create(pod).unwrap();
+        }
+        (t, s)
+    }
+
     /// The manager's own allocations, taken under its lock.
     fn held(s: &SharedManager) -> Vec<Allocation> {
         lock(&s.manager)
@@ -374,8 +384,7 @@ mod tests {
 
     #[test]
     fn close_while_a_task_runs_applies_after_it() {
-        let t = tempfile::tempdir().unwrap();
-        let s = open(t.path());
+        let (t, s) = opened_with(&[]);
         let (go, task) = blocked_task(&s, "a");
 
         s.close();
@@ -415,9 +424,7 @@ mod tests {
 
     #[test]
     fn reads_never_wait_for_a_task() {
-        let t = tempfile::tempdir().unwrap();
-        let s = open(t.path());
-        s.get_or_create("x").unwrap();
+        let (_t, s) = opened_with(&["x"]);
         let (go, task) = blocked_task(&s, "a");
 
         // The reads run on a third thread: if one waited for the task, it would not answer
@@ -445,10 +452,7 @@ mod tests {
 
     #[test]
     fn the_mirror_equals_the_managers_allocations_after_each_call() {
-        let t = tempfile::tempdir().unwrap();
-        let first = open(t.path());
-        first.get_or_create("restored-1").unwrap();
-        first.get_or_create("restored-2").unwrap();
+        let (t, first) = opened_with(&["restored-1", "restored-2"]);
         first.close();
 
         let s = open(t.path());
@@ -521,9 +525,7 @@ mod tests {
 
     #[test]
     fn a_poisoned_lock_is_used_not_propagated() {
-        let t = tempfile::tempdir().unwrap();
-        let s = open(t.path());
-        s.get_or_create("a").unwrap();
+        let (t, s) = opened_with(&["a"]);
 
         // A task that panics holding the manager lock, and a reader that panics holding the
         // mirror lock.

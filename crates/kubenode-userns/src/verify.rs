@@ -11,7 +11,7 @@ use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
@@ -290,6 +290,17 @@ impl Drop for Cleanup {
         }
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Reads `<pods_dir>/<pod>/userns` with upstream's checks and verifies its mapping; the report
+/// names the pod.
+pub fn verify_pod(pods_dir: &Path, pod: &str) -> Result<VerifyReport> {
+    let (host_id, length) = crate::manager::read_pod_mapping(pods_dir, pod)?;
+    let report = verify_mapping(host_id, length)?;
+    Ok(VerifyReport {
+        pod: Some(pod.to_string()),
+        ..report
+    })
 }
 
 /// Starts a process in a new user namespace mapped `0 → host_id` for `length` IDs (UIDs and

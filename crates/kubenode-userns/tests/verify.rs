@@ -1,6 +1,6 @@
 //! The kernel check for real: a process in a new user namespace with a pod's mapping.
 
-use kubenode_userns::verify_mapping;
+use kubenode_userns::{json, verify_mapping, verify_pod, ErrorKind};
 
 #[test]
 fn uid_zero_inside_is_host_id_outside() {
@@ -185,4 +185,32 @@ fn killing_the_caller_mid_check_leaves_no_child_and_no_lock() {
         kubenode_userns::Manager::open(&pods, config(), lock())
             .unwrap_or_else(|e| panic!("round {round}: pods dir still locked: {e}"));
     }
+}
+
+#[test]
+fn a_pods_file_is_read_with_upstreams_checks_and_its_report_names_the_pod() {
+    let t = tempfile::tempdir().unwrap();
+    let pod = t.path().join("pod-a");
+    std::fs::create_dir(&pod).unwrap();
+    let ns = json::UserNamespace::single(65536 * 3, 65536);
+    std::fs::write(pod.join("userns"), json::encode(&ns)).unwrap();
+
+    let r = verify_pod(t.path(), "pod-a").expect("verify the pod's mapping");
+    assert_eq!(r.pod.as_deref(), Some("pod-a"));
+    assert_eq!((r.host_id, r.length), (65536 * 3, 65536));
+    assert_eq!((r.outside_uid, r.file_uid), (65536 * 3, 65536 * 3), "{r:?}");
+    assert!(r.ok, "{r:?}");
+
+    assert_eq!(
+        verify_pod(t.path(), "../pod-a").unwrap_err().kind(),
+        ErrorKind::InvalidPodUid
+    );
+    let missing = verify_pod(t.path(), "pod-b").unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::Io);
+    assert!(
+        missing
+            .to_string()
+            .contains("has no user namespace mappings file"),
+        "{missing}"
+    );
 }

@@ -23,6 +23,7 @@ fn to_js(e: BitmapError) -> NativeError {
 }
 
 #[napi(object)]
+#[derive(Default)]
 pub struct BitmapOptions {
     /// `"random-scan"` (default) or `"contiguous-scan"`.
     pub strategy: Option<String>,
@@ -32,9 +33,12 @@ pub struct BitmapOptions {
     pub seed: Option<f64>,
 }
 
+/// A bitmap's persisted state, upstream's `RangeAllocation` format.
 #[napi(object)]
 pub struct BitmapSnapshot {
+    /// The map's `rangeSpec`; `restore` refuses a snapshot of another range.
     pub range: String,
+    /// Upstream's format: the bit set as a big-endian integer without leading zero bytes.
     pub data: Buffer,
 }
 
@@ -78,31 +82,15 @@ impl JsAllocationBitmap {
     ) -> napi::Result<Self> {
         throwing(&env, || {
             let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
-            let opts = options.unwrap_or(BitmapOptions {
-                strategy: None,
-                offset: None,
-                seed: None,
-            });
-            let strategy = match opts.strategy.as_deref().unwrap_or("random-scan") {
-                "random-scan" => {
-                    let offset = match opts.offset {
-                        Some(o) => {
-                            convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize
-                        }
-                        None => 0,
-                    };
-                    Strategy::RandomScan { offset }
-                }
-                "contiguous-scan" => Strategy::ContiguousScan,
-                other => {
-                    return Err(err(
-                        ErrorCode::InvalidArg,
-                        format!(
-                            "strategy must be \"random-scan\" or \"contiguous-scan\", got {other:?}"
-                        ),
-                    ))
-                }
+            let opts = options.unwrap_or_default();
+            let mut strategy = match opts.strategy.as_deref() {
+                Some(name) => Strategy::named(name).map_err(to_js)?,
+                None => Strategy::default(),
             };
+            // Only the random scan has an offset; for the contiguous scan it is ignored.
+            if let (Strategy::RandomScan { offset }, Some(o)) = (&mut strategy, opts.offset) {
+                *offset = convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize;
+            }
             let rng = match opts.seed {
                 Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
                 None => SplitMix64::from_entropy(),
@@ -249,57 +237,4 @@ impl JsAllocationBitmap {
                 .release_many(slots.iter().map(|&i| i as usize)) as u32)
         })
     }
-}
-
-/// This thread's staging area for the `bitmapStaged*` calls (one per JS environment; the same
-/// buffer on every call): u32 words `[slot, count, generation, 0, data…]`, the data also
-/// readable as `Float64Array` from index 2. Throws `ERR_KUBENODE_UNSUPPORTED` where external
-/// buffers are not allowed.
-#[napi(ts_return_type = "ArrayBuffer")]
-pub fn bitmap_staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
-    throwing(&env, || staged::staging_buffer(&env))
-}
-
-/// Data words of the staging area: the largest staged batch of slots (offsets as numbers take
-/// two words each).
-#[napi]
-pub fn bitmap_staged_capacity() -> u32 {
-    staged::DATA as u32
-}
-
-// The staged calls take no arguments, which is what makes them cheap: the map is the one in
-// the staged slot. Each returns 0xFFFFFFFF (-2 for `bitmapStagedAllocateNext`) when the staged
-// words are unusable or the map errs; the caller then repeats the operation through the class
-// method, which throws the typed error.
-
-/// `allocateNext()`: the slot taken, -1 when the map is full.
-#[napi]
-pub fn bitmap_staged_allocate_next() -> f64 {
-    staged::allocate_next()
-}
-
-/// `release(offset)`, the offset (a JS number) staged as `Float64Array` item 2: 1 when it was
-/// taken, else 0.
-#[napi]
-pub fn bitmap_staged_release() -> u32 {
-    staged::release()
-}
-
-/// Fills `count` data words by consecutive allocateNext calls; returns how many were taken.
-#[napi]
-pub fn bitmap_staged_allocate_next_many() -> u32 {
-    staged::allocate_next_many()
-}
-
-/// Releases the `count` slots staged as u32 data words; returns how many were taken.
-#[napi]
-pub fn bitmap_staged_release_many() -> u32 {
-    staged::release_many()
-}
-
-/// Releases the `count` offsets staged as JS numbers (`Float64Array` from item 2), all checked
-/// before any is released; returns how many were taken.
-#[napi]
-pub fn bitmap_staged_release_many_numbers() -> u32 {
-    staged::release_many_numbers()
 }

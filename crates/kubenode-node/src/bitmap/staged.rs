@@ -8,13 +8,21 @@
 //! JS can view it as `Float64Array` too (offsets as JS numbers, which may exceed 2^32).
 //! Every staged call bumps `generation`: JS checks it after filling the data from a caller's
 //! array (whose element reads could run code that makes staged calls of its own).
+//!
+//! The staged calls take no arguments, which is what makes them cheap: the map is the one in
+//! the staged slot. Each returns `STAGED_ERROR` (`ERROR` for `bitmapStagedAllocateNext`) when
+//! the staged words are unusable or the map errs; the caller then repeats the operation
+//! through the class method, which throws the typed error.
 
 use kubenode_bitmap::AllocationBitmap as Core;
+use napi::Env;
+use napi_derive::napi;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::convert;
+use crate::errors::throwing;
 use crate::staging::{Registry, Staging};
 
 /// Words before the data: slot, count, generation, padding.
@@ -49,8 +57,22 @@ pub fn unregister(slot: u32) {
     let _ = MAPS.try_with(|m| m.unregister(slot));
 }
 
-pub fn staging_buffer(env: &napi::Env) -> crate::errors::Result<napi::Unknown<'static>> {
-    STAGE.with(|s| s.buffer(env, "bitmap staging buffer"))
+/// This thread's staging area for the `bitmapStaged*` calls (one per JS environment; the same
+/// buffer on every call): u32 words `[slot, count, generation, 0, data…]`, the data also
+/// readable as `Float64Array` from index 2. Throws `ERR_KUBENODE_UNSUPPORTED` where external
+/// buffers are not allowed.
+#[napi(js_name = "bitmapStagingBuffer", ts_return_type = "ArrayBuffer")]
+pub fn staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
+    throwing(&env, || {
+        STAGE.with(|s| s.buffer(&env, "bitmap staging buffer"))
+    })
+}
+
+/// Data words of the staging area: the largest staged batch of slots (offsets as numbers take
+/// two words each).
+#[napi(js_name = "bitmapStagedCapacity")]
+pub fn capacity() -> u32 {
+    DATA as u32
 }
 
 /// Runs `f` on the staged words and the map in the staged slot; `fail` when there is none.
@@ -87,7 +109,8 @@ fn offset(words: &[AtomicU32; LEN], k: usize) -> Option<usize> {
         .map(|i| i as usize)
 }
 
-/// `allocateNext()`: the slot taken, `FULL`, or `ERROR`.
+/// `allocateNext()`: the slot taken, -1 when the map is full.
+#[napi(js_name = "bitmapStagedAllocateNext")]
 pub fn allocate_next() -> f64 {
     with_map(ERROR, |_, core| match core.allocate_next() {
         Ok(Some(i)) => i as f64,
@@ -96,7 +119,9 @@ pub fn allocate_next() -> f64 {
     })
 }
 
-/// `release(offset)` with the offset as data item 0 (a JS number): 1 if it was taken, else 0.
+/// `release(offset)`, the offset (a JS number) staged as `Float64Array` item 2: 1 when it was
+/// taken, else 0.
+#[napi(js_name = "bitmapStagedRelease")]
 pub fn release() -> u32 {
     with_map(STAGED_ERROR, |words, core| match offset(words, 0) {
         Some(i) => core.release(i) as u32,
@@ -104,8 +129,8 @@ pub fn release() -> u32 {
     })
 }
 
-/// Reserves up to `count` slots by consecutive AllocateNext calls into the data words and
-/// returns how many were taken (fewer only when the map filled up).
+/// Fills `count` data words by consecutive allocateNext calls; returns how many were taken.
+#[napi(js_name = "bitmapStagedAllocateNextMany")]
 pub fn allocate_next_many() -> u32 {
     with_map(STAGED_ERROR, |words, core| {
         let Some(n) = count(words, DATA) else {
@@ -125,7 +150,8 @@ pub fn allocate_next_many() -> u32 {
     })
 }
 
-/// Releases the `count` slots in the data words (u32); returns how many were taken.
+/// Releases the `count` slots staged as u32 data words; returns how many were taken.
+#[napi(js_name = "bitmapStagedReleaseMany")]
 pub fn release_many() -> u32 {
     with_map(STAGED_ERROR, |words, core| {
         let Some(n) = count(words, DATA) else {
@@ -136,8 +162,9 @@ pub fn release_many() -> u32 {
     })
 }
 
-/// Releases the `count` offsets in the data (JS numbers); every offset is checked before any
-/// slot is released. Returns how many were taken.
+/// Releases the `count` offsets staged as JS numbers (`Float64Array` from item 2), all checked
+/// before any is released; returns how many were taken.
+#[napi(js_name = "bitmapStagedReleaseManyNumbers")]
 pub fn release_many_numbers() -> u32 {
     with_map(STAGED_ERROR, |words, core| {
         let Some(n) = count(words, DATA / 2) else {

@@ -4,13 +4,13 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use kubenode_userns::{
-    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, IdMapping, Layout, ListedPod,
-    Options, PodCall, RestoreStats, UserNamespace, VerifyReport,
+    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, ListedPod, Options, PodCall,
+    RestoreStats, UserNamespace, VerifyReport,
 };
 
 use super::types::{
-    UsernsAllocation, UsernsConfig, UsernsIdMapping, UsernsLayout, UsernsListOutcome,
-    UsernsListedPod, UsernsOutcome, UsernsPodCall, UsernsVerifyOutcome,
+    UsernsAllocation, UsernsConfig, UsernsListOutcome, UsernsListedPod, UsernsOutcome,
+    UsernsPodCall, UsernsVerifyOutcome,
 };
 use crate::convert;
 use crate::errors::{native_error_from, Result};
@@ -59,77 +59,52 @@ native_error_from! {
         | Unsupported
 }
 
-impl From<&IdMapping> for UsernsIdMapping {
-    fn from(m: &IdMapping) -> Self {
-        Self {
-            host_id: m.host_id,
-            container_id: m.container_id,
-            length: m.length,
-        }
+/// What a successful manager task hands back, as its outcome.
+trait Payload {
+    fn outcome(self) -> UsernsOutcome;
+}
+
+impl Payload for () {
+    fn outcome(self) -> UsernsOutcome {
+        UsernsOutcome::default()
     }
 }
 
-impl UsernsOutcome {
-    fn empty() -> Self {
-        Self {
-            uids: Vec::new(),
-            gids: Vec::new(),
-            restored: 0,
-            stale_temp_files_removed: 0,
-            error: None,
-        }
-    }
-
-    fn failed(e: &CoreError) -> Self {
-        Self {
-            error: Some(e.into()),
-            ..Self::empty()
-        }
-    }
-}
-
-impl From<CoreResult<UserNamespace>> for UsernsOutcome {
-    fn from(r: CoreResult<UserNamespace>) -> Self {
-        match r {
-            Ok(ns) => Self {
-                uids: ns.uid_mappings.iter().map(Into::into).collect(),
-                gids: ns.gid_mappings.iter().map(Into::into).collect(),
-                ..Self::empty()
-            },
-            Err(e) => Self::failed(&e),
+impl Payload for UserNamespace {
+    fn outcome(self) -> UsernsOutcome {
+        UsernsOutcome {
+            uids: self.uid_mappings,
+            gids: self.gid_mappings,
+            ..UsernsOutcome::default()
         }
     }
 }
 
 /// A queued call's outcome: mappings for a get-or-create, empty for a release.
-impl From<CoreResult<Option<UserNamespace>>> for UsernsOutcome {
-    fn from(r: CoreResult<Option<UserNamespace>>) -> Self {
-        match r {
-            Ok(Some(ns)) => Ok(ns).into(),
-            Ok(None) => Self::empty(),
-            Err(e) => Self::failed(&e),
+impl Payload for Option<UserNamespace> {
+    fn outcome(self) -> UsernsOutcome {
+        self.map(Payload::outcome).unwrap_or_default()
+    }
+}
+
+impl Payload for RestoreStats {
+    fn outcome(self) -> UsernsOutcome {
+        UsernsOutcome {
+            restored: self.restored as u32,
+            stale_temp_files_removed: self.stale_temp_files_removed as u32,
+            ..UsernsOutcome::default()
         }
     }
 }
 
-impl From<CoreResult<()>> for UsernsOutcome {
-    fn from(r: CoreResult<()>) -> Self {
+impl<T: Payload> From<CoreResult<T>> for UsernsOutcome {
+    fn from(r: CoreResult<T>) -> Self {
         match r {
-            Ok(()) => Self::empty(),
-            Err(e) => Self::failed(&e),
-        }
-    }
-}
-
-impl From<CoreResult<RestoreStats>> for UsernsOutcome {
-    fn from(r: CoreResult<RestoreStats>) -> Self {
-        match r {
-            Ok(s) => Self {
-                restored: s.restored as u32,
-                stale_temp_files_removed: s.stale_temp_files_removed as u32,
-                ..Self::empty()
+            Ok(v) => v.outcome(),
+            Err(e) => Self {
+                error: Some((&e).into()),
+                ..Self::default()
             },
-            Err(e) => Self::failed(&e),
         }
     }
 }
@@ -140,16 +115,6 @@ impl From<Allocation> for UsernsAllocation {
             pod: pod_name(&a.pod),
             host_id: a.host_id,
             length: a.length,
-        }
-    }
-}
-
-impl From<Layout> for UsernsLayout {
-    fn from(l: Layout) -> Self {
-        Self {
-            ids_per_pod: l.ids_per_pod,
-            off: l.off,
-            slots: l.slots,
         }
     }
 }
@@ -182,8 +147,8 @@ impl From<CoreResult<Vec<ListedPod>>> for UsernsListOutcome {
                 error: None,
             },
             Err(e) => Self {
-                pods: Vec::new(),
                 error: Some((&e).into()),
+                ..Self::default()
             },
         }
     }
@@ -197,8 +162,8 @@ impl From<CoreResult<VerifyReport>> for UsernsVerifyOutcome {
                 error: None,
             },
             Err(e) => Self {
-                report: None,
                 error: Some((&e).into()),
+                ..Self::default()
             },
         }
     }

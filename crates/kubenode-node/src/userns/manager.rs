@@ -19,7 +19,7 @@ use napi::{sys, Env, Status};
 use napi_derive::napi;
 
 use super::convert::{open_args, pod_calls};
-use super::tasks::{GetOrCreateManyTask, ManagerTask, Op};
+use super::tasks::{CoreTask, Outcome};
 use super::types::{UsernsAllocation, UsernsConfig, UsernsOutcome, UsernsPodCall};
 use crate::errors::{err, throwing, ErrorCode, ErrorScope, Result};
 
@@ -121,35 +121,58 @@ impl UsernsCore {
     }
 }
 
+impl UsernsCore {
+    /// Runs `call` on this core's manager on the thread pool.
+    fn task<T: Outcome>(
+        &self,
+        call: impl FnOnce(&SharedManager) -> T + Send + 'static,
+    ) -> AsyncTask<CoreTask<T>> {
+        let shared = self.shared.clone();
+        CoreTask::run(move || call(&shared))
+    }
+}
+
 #[napi]
 impl UsernsCore {
-    fn task(&self, op: Op) -> AsyncTask<ManagerTask> {
-        AsyncTask::new(ManagerTask::new(self.shared.clone(), op))
-    }
-
     /// Checks the configuration, takes the lock and restores every pod's file.
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]
-    pub fn open(&self, env: Env, config: UsernsConfig) -> napi::Result<AsyncTask<ManagerTask>> {
+    pub fn open(
+        &self,
+        env: Env,
+        config: UsernsConfig,
+    ) -> napi::Result<AsyncTask<CoreTask<UsernsOutcome>>> {
         throwing(&env, || {
             let (dir, c, o) = open_args(&config)?;
-            Ok(self.task(Op::Open(self.shared.open_ticket(), dir, c, o)))
+            let ticket = self.shared.open_ticket();
+            Ok(self.task(move |s| s.open(ticket, dir, c, o).into()))
         })
     }
 
     /// One outcome per pod, in order.
     #[napi(ts_return_type = "Promise<UsernsOutcome[]>")]
-    pub fn get_or_create_many(&self, pod_uids: Vec<String>) -> AsyncTask<GetOrCreateManyTask> {
-        AsyncTask::new(GetOrCreateManyTask::new(self.shared.clone(), pod_uids))
+    pub fn get_or_create_many(
+        &self,
+        pod_uids: Vec<String>,
+    ) -> AsyncTask<CoreTask<Vec<UsernsOutcome>>> {
+        self.task(move |s| {
+            let out = s.get_or_create_many(&pod_uids);
+            out.into_iter().map(Into::into).collect()
+        })
+    }
+
+    /// Releases in order under one lock: the same as one release per pod, in one task.
+    #[napi(ts_return_type = "Promise<UsernsOutcome>")]
+    pub fn release_many(&self, pod_uids: Vec<String>) -> AsyncTask<CoreTask<UsernsOutcome>> {
+        self.task(move |s| s.release_many(&pod_uids).into())
     }
 
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]
-    pub fn release_many(&self, pod_uids: Vec<String>) -> AsyncTask<ManagerTask> {
-        self.task(Op::ReleaseMany(pod_uids))
-    }
-
-    #[napi(ts_return_type = "Promise<UsernsOutcome>")]
-    pub fn cleanup(&self, pods: Vec<String>, running_pods: Vec<String>) -> AsyncTask<ManagerTask> {
-        self.task(Op::Cleanup(pods, running_pods))
+    pub fn cleanup(
+        &self,
+        pods: Vec<String>,
+        running_pods: Vec<String>,
+    ) -> AsyncTask<CoreTask<UsernsOutcome>> {
+        self.task(move |s| s.cleanup(&pods, &running_pods).into())
     }
 
     /// Every allocation, sorted by pod UID, as of the last finished call: never waits for a

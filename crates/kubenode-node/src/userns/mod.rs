@@ -7,15 +7,17 @@ mod manager;
 mod tasks;
 mod types;
 
-use kubenode_userns::{Config, UserNamespace};
+use std::path::Path;
+
+use kubenode_userns::{Config, Layout as UsernsLayout, UserNamespace};
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
 
 use crate::convert as numbers;
 use crate::errors::{err, throwing, ErrorCode};
-use tasks::{ListTask, VerifyTarget, VerifyTask};
-use types::UsernsLayout;
+use tasks::CoreTask;
+use types::{UsernsListOutcome, UsernsVerifyOutcome};
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
@@ -27,15 +29,13 @@ pub fn userns_layout(
     max_pods: u32,
 ) -> napi::Result<UsernsLayout> {
     throwing(&env, || {
-        let l = Config {
+        let config = Config {
             ids_per_pod,
             first_id,
             length,
             max_pods,
-        }
-        .layout()
-        .map_err(|e| err(ErrorCode::InvalidArg, e))?;
-        Ok(l.into())
+        };
+        config.layout().map_err(|e| err(ErrorCode::InvalidArg, e))
     })
 }
 
@@ -66,24 +66,24 @@ pub fn userns_parse_file(env: Env, content: &[u8]) -> napi::Result<Vec<u32>> {
 
 /// Reads every pod's `userns` file without locking or changing anything.
 #[napi(ts_return_type = "Promise<UsernsListOutcome>")]
-pub fn userns_list(pods_dir: String) -> AsyncTask<ListTask> {
-    AsyncTask::new(ListTask {
-        dir: pods_dir.into(),
-    })
+pub fn userns_list(pods_dir: String) -> AsyncTask<CoreTask<UsernsListOutcome>> {
+    CoreTask::run(move || kubenode_userns::list_mappings(Path::new(&pods_dir)).into())
 }
 
 /// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
 #[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
-pub fn userns_verify_mapping(host_id: u32, length: u32) -> AsyncTask<VerifyTask> {
-    AsyncTask::new(VerifyTask {
-        target: Some(VerifyTarget::Mapping(host_id, length)),
-    })
+pub fn userns_verify_mapping(
+    host_id: u32,
+    length: u32,
+) -> AsyncTask<CoreTask<UsernsVerifyOutcome>> {
+    CoreTask::run(move || kubenode_userns::verify_mapping(host_id, length).into())
 }
 
 /// Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping.
 #[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
-pub fn userns_verify_pod(pods_dir: String, pod_uid: String) -> AsyncTask<VerifyTask> {
-    AsyncTask::new(VerifyTask {
-        target: Some(VerifyTarget::Pod(pods_dir.into(), pod_uid)),
-    })
+pub fn userns_verify_pod(
+    pods_dir: String,
+    pod_uid: String,
+) -> AsyncTask<CoreTask<UsernsVerifyOutcome>> {
+    CoreTask::run(move || kubenode_userns::verify_pod(Path::new(&pods_dir), &pod_uid).into())
 }

@@ -3,9 +3,9 @@
 
 use napi_derive::napi;
 
-// The core's report is the JS shape (its `napi` feature); imported under its JS name so the
-// generated typings refer to it by that name.
-use kubenode_userns::VerifyReport as UsernsVerifyReport;
+// The core's values are the JS shapes (its `napi` feature); imported under their JS names so
+// the generated typings refer to them by those names.
+use kubenode_userns::{IdMapping as UsernsIdMapping, VerifyReport as UsernsVerifyReport};
 
 use crate::errors::NativeError;
 
@@ -30,13 +30,7 @@ pub struct UsernsPodCall {
 }
 
 #[napi(object)]
-pub struct UsernsIdMapping {
-    pub host_id: u32,
-    pub container_id: u32,
-    pub length: u32,
-}
-
-#[napi(object)]
+#[derive(Default)]
 pub struct UsernsOutcome {
     pub uids: Vec<UsernsIdMapping>,
     pub gids: Vec<UsernsIdMapping>,
@@ -45,18 +39,15 @@ pub struct UsernsOutcome {
     pub error: Option<NativeError>,
 }
 
+/// One pod's range, as `UserNsManager.allocations` lists it.
 #[napi(object)]
 pub struct UsernsAllocation {
+    /// Pod UID.
     pub pod: String,
+    /// First host ID of the pod's range.
     pub host_id: u32,
+    /// Number of IDs in the range (`idsPerPod`).
     pub length: u32,
-}
-
-#[napi(object)]
-pub struct UsernsLayout {
-    pub ids_per_pod: u32,
-    pub off: u32,
-    pub slots: u32,
 }
 
 #[napi(object)]
@@ -68,12 +59,14 @@ pub struct UsernsListedPod {
 }
 
 #[napi(object)]
+#[derive(Default)]
 pub struct UsernsListOutcome {
     pub pods: Vec<UsernsListedPod>,
     pub error: Option<NativeError>,
 }
 
 #[napi(object, object_from_js = false)]
+#[derive(Default)]
 pub struct UsernsVerifyOutcome {
     pub report: Option<UsernsVerifyReport>,
     pub error: Option<NativeError>,

@@ -11,9 +11,16 @@ pub use encode::encode;
 
 /// One `idMapping` entry of the file (and of the CRI message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "napi",
+    napi_derive::napi(object, js_name = "UsernsIdMapping")
+)]
 pub struct IdMapping {
+    /// First ID on the host.
     pub host_id: u32,
+    /// First ID inside the container (0 for pod user namespaces).
     pub container_id: u32,
+    /// Number of IDs mapped.
     pub length: u32,
 }
 
