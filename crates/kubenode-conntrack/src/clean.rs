@@ -6,6 +6,8 @@
 //! `stale_diff`) plus exact deletes, when the measured costs say that beats a full pass. The
 //! kernel's filtered-flush support (probed at open) is what the targeted path requires of it.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
@@ -44,10 +46,7 @@ impl Progress {
 
 /// Which path a cleanup pass took.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(string_enum = "camelCase", js_name = "ConntrackCleanPath")
-)]
+#[cfg_attr(feature = "napi", napi(string_enum = "camelCase", js_name = "ConntrackCleanPath"))]
 pub enum CleanPath {
     /// Upstream's whole-table pass.
     #[default]
@@ -60,10 +59,7 @@ pub enum CleanPath {
 
 /// Why a full cleanup pass ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(string_enum = "camelCase", js_name = "ConntrackFullReason")
-)]
+#[cfg_attr(feature = "napi", napi(string_enum = "camelCase", js_name = "ConntrackFullReason"))]
 pub enum FullReason {
     /// The first pass of this family on the handle.
     First,

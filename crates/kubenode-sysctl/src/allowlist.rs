@@ -1,6 +1,8 @@
 //! The kubelet's sysctl admission handler (`pkg/kubelet/sysctl/allowlist.go`): an allowlist of
 //! exact names and `*` prefixes built from the safe list plus `--allowed-unsafe-sysctls`.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::collections::HashMap;
 
 use thiserror::Error;
@@ -61,10 +63,7 @@ fn slash_first(name: &[u8]) -> bool {
 
 /// One allowlist entry as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_from_js = false, js_name = "SysctlAllowlistEntry")
-)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlAllowlistEntry"))]
 pub struct AllowlistEntry {
     /// Normalised; a prefix without its `*`.
     pub key: String,

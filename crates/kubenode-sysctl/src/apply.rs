@@ -3,6 +3,8 @@
 //! work runs on a dedicated thread that `setns`-es into the target and exits afterwards; the
 //! caller's threads never change namespace.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -93,10 +95,7 @@ pub enum ApplyError {
 /// One sysctl as set: `previous` and `value` are read back from the kernel (whitespace as the
 /// kernel prints it, trailing newline removed).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_from_js = false, js_name = "SysctlApplied")
-)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlApplied"))]
 pub struct Applied {
     pub name: String,
     pub path: String,

@@ -3,6 +3,8 @@
 
 use crate::normalize::normalize_name;
 use crate::string_enum::string_enum;
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 
 string_enum! {
     #[doc = "The kernel namespace a sysctl belongs to, as upstream names it (the string appears"]
@@ -55,10 +57,7 @@ pub fn namespace_of(name: &str) -> Namespace {
 
 /// What `GetNamespace` returns for a name or pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_from_js = false, js_name = "SysctlNamespaceInfo")
-)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlNamespaceInfo"))]
 pub struct NamespaceInfo {
     pub namespace: Namespace,
     /// Normalised, cut before the first `*`.

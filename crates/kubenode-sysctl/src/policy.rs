@@ -8,6 +8,8 @@
 //! Both admit a pod in one call (the first refused sysctl, in spec order, rejects it with a
 //! kubelet-style message) and validate it (one API field error per refused sysctl).
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::collections::HashSet;
 
 use crate::normalize::normalize_name;
@@ -144,10 +146,7 @@ impl SysctlNamePolicy {
 
 /// One entry of a SysctlPolicy list as given (before compiling).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_to_js = false, js_name = "SysctlPolicyEntryInput")
-)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlPolicyEntryInput"))]
 pub struct PolicyEntry {
     /// Dot-separated segments, each `[a-z]+[a-z_-0-9]*` or `*` (wildcard for one segment).
     pub name: String,

@@ -5,6 +5,8 @@
 //! RE2 (CEL's `matches`) as the hand-written matchers here, so a rendered admission policy
 //! decides like the node; `tests/policy_regex.rs` checks the equivalence.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::collections::HashSet;
 
 use crate::quote::go_quote;
@@ -89,10 +91,7 @@ pub fn integer_fields(v: &str, count: usize) -> Option<Vec<i64>> {
 /// Inclusive bounds of an integer field; no bound where `None`. JavaScript passes safe
 /// integers (its callers check that), which napi reads exactly.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, js_name = "SysctlPolicyRange")
-)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlPolicyRange"))]
 pub struct IntRange {
     pub min: Option<i64>,
     pub max: Option<i64>,

@@ -4,6 +4,8 @@
 //! once if it did. Only names in the net, IPC and UTS tables are written: anything else would
 //! change the host's live value (the probe thread shares every other namespace with the host).
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::sync::mpsc;
 
 use crate::apply::{proc_path, read_value, setns_err, writable_name, write_value, ApplyError};
@@ -15,10 +17,7 @@ use crate::safe::SAFE_SYSCTLS;
 /// What probing one sysctl in throwaway namespaces showed; JavaScript reads each as its name in
 /// kebab case (`not-namespaced`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(string_enum = "kebab-case", js_name = "SysctlProbeStatus")
-)]
+#[cfg_attr(feature = "napi", napi(string_enum = "kebab-case", js_name = "SysctlProbeStatus"))]
 pub enum ProbeOutcome {
     /// Changed in the new namespace, host unchanged.
     Isolated,
@@ -37,10 +36,7 @@ pub enum ProbeOutcome {
 
 /// One sysctl's probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_from_js = false, js_name = "SysctlProbeResult")
-)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlProbeResult"))]
 pub struct ProbeResult {
     pub name: String,
     pub namespace: Namespace,

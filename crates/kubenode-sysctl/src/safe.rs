@@ -4,6 +4,8 @@
 
 use crate::k8s_version::KubernetesVersion;
 use crate::kernel::{read_kernel_version, KernelVersion, VersionError};
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SafeSysctl {
@@ -61,10 +63,7 @@ pub fn safe_sysctl_allowlist(
 
 /// A node's safe list and what it was derived from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_from_js = false, js_name = "SysctlSafeList")
-)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlSafeList"))]
 pub struct SafeList {
     pub names: Vec<String>,
     /// The version used, dotted; absent when unknown.

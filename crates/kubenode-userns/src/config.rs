@@ -1,6 +1,8 @@
 //! The manager's configuration and upstream's checks on it (`MakeUserNsManager`, in order).
 
 use crate::error::{Error, ErrorKind, Result};
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 
 /// `userNsUnitLength`: ranges are whole multiples of 65536 IDs.
 pub const UNIT_LENGTH: u32 = 65536;
@@ -26,7 +28,7 @@ pub struct Config {
 
 /// The pool cut into slots: slot `i` maps host IDs from `(i + off) * ids_per_pod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "napi", napi_derive::napi(object, js_name = "UsernsLayout"))]
+#[cfg_attr(feature = "napi", napi(object, js_name = "UsernsLayout"))]
 pub struct Layout {
     /// IDs per pod, as given.
     pub ids_per_pod: u32,

@@ -7,6 +7,8 @@
 //! The child runs between `fork` and `_exit` without allocating or locking (the parent may be
 //! multi-threaded), using only raw system calls on memory prepared before the fork.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -18,10 +20,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// What a mapping check saw: a process in a new user namespace with the range, uid 0 inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, object_from_js = false, js_name = "UsernsVerifyReport")
-)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "UsernsVerifyReport"))]
 pub struct VerifyReport {
     /// Pod UID, when the range came from a pod's `userns` file.
     pub pod: Option<String>,

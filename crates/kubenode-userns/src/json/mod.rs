@@ -3,6 +3,9 @@
 //! check (with its error texts), case-insensitive field names, unknown fields ignored, `null`
 //! leaving a value unchanged, and numbers that do not fit a uint32 rejected.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
+
 mod decoder;
 mod encode;
 mod scanner;
@@ -11,10 +14,7 @@ pub use encode::encode;
 
 /// One `idMapping` entry of the file (and of the CRI message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(
-    feature = "napi",
-    napi_derive::napi(object, js_name = "UsernsIdMapping")
-)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "UsernsIdMapping"))]
 pub struct IdMapping {
     /// First ID on the host.
     pub host_id: u32,
