@@ -86,12 +86,20 @@ function builtinKind<E extends Error, const C extends KubenodeErrorCode>(
 }
 
 /** A value of the wrong type or shape (not a number, not an integer, malformed text). */
-export const KubenodeTypeError = builtinKind(TypeError, 'ERR_KUBENODE_INVALID_ARG', 'KubenodeTypeError');
+export const KubenodeTypeError = builtinKind<TypeError, 'ERR_KUBENODE_INVALID_ARG'>(
+  TypeError,
+  'ERR_KUBENODE_INVALID_ARG',
+  'KubenodeTypeError',
+);
 /** A value of the wrong type or shape (not a number, not an integer, malformed text). */
 export type KubenodeTypeError = BuiltinKubenodeError<TypeError, 'ERR_KUBENODE_INVALID_ARG'>;
 
 /** A number outside the range an operation accepts. */
-export const KubenodeRangeError = builtinKind(RangeError, 'ERR_KUBENODE_OUT_OF_RANGE', 'KubenodeRangeError');
+export const KubenodeRangeError = builtinKind<RangeError, 'ERR_KUBENODE_OUT_OF_RANGE'>(
+  RangeError,
+  'ERR_KUBENODE_OUT_OF_RANGE',
+  'KubenodeRangeError',
+);
 /** A number outside the range an operation accepts. */
 export type KubenodeRangeError = BuiltinKubenodeError<RangeError, 'ERR_KUBENODE_OUT_OF_RANGE'>;
 
