@@ -33,9 +33,9 @@ pub use annotations::{
     parse_sysctl_annotation, sysctls_from_annotations, AnnotationFormatError, SYSCTLS_ANNOTATION,
     UNSAFE_SYSCTLS_ANNOTATION,
 };
-pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget, Sysctl, Target};
 pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
-pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
+pub use batch::{BatchError, Rejection, Rejections, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
