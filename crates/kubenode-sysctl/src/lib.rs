@@ -49,12 +49,12 @@ pub use namespace::{
 };
 pub use normalize::normalize_name;
 pub use policy::{
-    bad_value_message, not_allowed_message, CompiledEntry, PolicyEntry, PolicyError,
-    SysctlNamePolicy, SysctlPolicy,
+    bad_value_message, not_allowed_message, CompiledEntry, NamePolicyRules, PolicyEntry,
+    PolicyError, PolicyRule, SysctlNamePolicy, SysctlPolicy,
 };
 pub use policy_value::{
-    canonical_value, integer_fields, integer_fields_source, IntRange, ValueRule, INT_FIELD,
-    MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
+    canonical_value, integer_fields, integer_fields_source, value_syntax, IntRange, RuleDetails,
+    ValueRule, ValueSyntax, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
 };
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;
