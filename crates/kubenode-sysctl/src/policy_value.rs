@@ -143,7 +143,7 @@ impl IntRange {
 
 /// The detail texts a violation of a rule reports (after `value `), for renderers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlPolicyDetails"))]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlPolicyDetails"))]
 pub struct RuleDetails {
     /// For a value longer than `MAX_VALUE_LENGTH` (absent for a name-only rule).
     pub too_long: Option<String>,
