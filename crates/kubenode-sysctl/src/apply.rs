@@ -49,6 +49,51 @@ impl NsTarget {
     }
 }
 
+/// A target as JavaScript names it: a process id, or namespace paths. Converting it to an
+/// [`NsTarget`] applies [`NsTarget::new`]'s rule (one or the other, never both or neither).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlTarget"))]
+pub struct Target {
+    pub pid: Option<u32>,
+    pub netns_path: Option<String>,
+    pub ipcns_path: Option<String>,
+    pub utsns_path: Option<String>,
+}
+
+impl TryFrom<Target> for NsTarget {
+    type Error = ApplyError;
+
+    fn try_from(t: Target) -> Result<Self, ApplyError> {
+        NsTarget::new(
+            t.pid,
+            t.netns_path.map(Into::into),
+            t.ipcns_path.map(Into::into),
+            t.utsns_path.map(Into::into),
+        )
+    }
+}
+
+/// One sysctl setting as a pod spec or an annotation gives it: a name (dotted or slashed) and
+/// its value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlPair"))]
+pub struct Sysctl {
+    pub name: String,
+    pub value: String,
+}
+
+impl From<(String, String)> for Sysctl {
+    fn from((name, value): (String, String)) -> Self {
+        Sysctl { name, value }
+    }
+}
+
+impl From<Sysctl> for (String, String) {
+    fn from(s: Sysctl) -> Self {
+        (s.name, s.value)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ApplyError {
     #[error(
@@ -424,6 +469,48 @@ mod tests {
             NsTarget::new(None, None, None, None),
             Err(ApplyError::Target("got neither"))
         );
+    }
+
+    #[test]
+    fn a_js_target_converts_by_the_same_rule() {
+        let pid = Target {
+            pid: Some(7),
+            ..Target::default()
+        };
+        assert_eq!(NsTarget::try_from(pid.clone()), Ok(NsTarget::Pid(7)));
+        let paths = Target {
+            netns_path: Some("/var/run/netns/x".into()),
+            utsns_path: Some("/u".into()),
+            ..Target::default()
+        };
+        assert_eq!(
+            NsTarget::try_from(paths.clone()),
+            Ok(NsTarget::Paths {
+                net: Some("/var/run/netns/x".into()),
+                ipc: None,
+                uts: Some("/u".into())
+            })
+        );
+        let both = Target {
+            pid: Some(7),
+            ..paths
+        };
+        assert_eq!(
+            NsTarget::try_from(both),
+            Err(ApplyError::Target("not both"))
+        );
+        assert_eq!(
+            NsTarget::try_from(Target::default()),
+            Err(ApplyError::Target("got neither"))
+        );
+    }
+
+    #[test]
+    fn a_sysctl_pair_is_a_name_value_tuple() {
+        let t: (String, String) = ("kernel.shmmax".into(), "1".into());
+        let s = Sysctl::from(t.clone());
+        assert_eq!((s.name.as_str(), s.value.as_str()), ("kernel.shmmax", "1"));
+        assert_eq!(<(String, String)>::from(s), t);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! as [`NameTable`] indexes) with per-pod name counts and host flags. A caller crossing from
 //! another runtime makes one call per batch; messages are built only for rejected pods.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
 use thiserror::Error;
 
 use crate::allowlist::{AdmitError, Allowlist, Verdict};
@@ -31,6 +33,24 @@ pub enum BatchError {
 pub struct Rejection {
     pub index: u32,
     pub error: AdmitError,
+}
+
+/// A batch's rejections as JavaScript reads them: two parallel lists, so a batch with few
+/// rejections crosses as two short arrays rather than an object per pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlRejections"))]
+pub struct Rejections {
+    /// Indexes of rejected pods, ascending.
+    pub indexes: Vec<u32>,
+    /// `forbidden sysctl: …` for each rejected pod.
+    pub messages: Vec<String>,
+}
+
+impl From<Vec<Rejection>> for Rejections {
+    fn from(v: Vec<Rejection>) -> Self {
+        let (indexes, messages) = v.into_iter().map(|r| (r.index, r.error.message())).unzip();
+        Rejections { indexes, messages }
+    }
 }
 
 /// Splits at NUL; like `str::split('\0')`, minus the generic char searcher.
@@ -219,6 +239,19 @@ mod tests {
             got[1].error.message(),
             "forbidden sysctl: \"net.ipv4.conf.eth0/100.rp_filter\" not allowed with host Net enabled"
         );
+    }
+
+    #[test]
+    fn rejections_cross_as_parallel_lists() {
+        let a = allow();
+        let r = Rejections::from(expected(&a));
+        assert_eq!(r.indexes, [1, 3, 4]);
+        assert_eq!(r.messages.len(), 3);
+        assert_eq!(
+            r.messages[0],
+            "forbidden sysctl: \"vm.swappiness\" not allowlisted"
+        );
+        assert_eq!(Rejections::from(Vec::new()), Rejections::default());
     }
 
     #[test]

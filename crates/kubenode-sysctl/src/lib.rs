@@ -33,9 +33,9 @@ pub use annotations::{
     parse_sysctl_annotation, sysctls_from_annotations, AnnotationFormatError, SYSCTLS_ANNOTATION,
     UNSAFE_SYSCTLS_ANNOTATION,
 };
-pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget};
+pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget, Sysctl, Target};
 pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
-pub use batch::{BatchError, Rejection, HOST_IPC, HOST_NETWORK};
+pub use batch::{BatchError, Rejection, Rejections, HOST_IPC, HOST_NETWORK};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
@@ -49,12 +49,12 @@ pub use namespace::{
 };
 pub use normalize::normalize_name;
 pub use policy::{
-    bad_value_message, not_allowed_message, CompiledEntry, PolicyEntry, PolicyError,
-    SysctlNamePolicy, SysctlPolicy,
+    bad_value_message, not_allowed_message, CompiledEntry, NamePolicyRules, PolicyEntry,
+    PolicyError, PolicyRule, SysctlNamePolicy, SysctlPolicy,
 };
 pub use policy_value::{
-    canonical_value, integer_fields, integer_fields_source, IntRange, ValueRule, INT_FIELD,
-    MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
+    canonical_value, integer_fields, integer_fields_source, value_syntax, IntRange, RuleDetails,
+    ValueRule, ValueSyntax, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
 };
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
 pub use quote::go_quote;

@@ -13,7 +13,7 @@ use napi_derive::napi;
 use std::collections::HashSet;
 
 use crate::normalize::normalize_name;
-use crate::policy_value::{IntRange, ValueRule};
+use crate::policy_value::{IntRange, RuleDetails, ValueRule};
 use crate::quote::go_quote;
 use crate::validation::{FieldError, FieldErrorType};
 
@@ -71,6 +71,18 @@ pub struct SysctlNamePolicy {
     prefixes: Vec<String>,
 }
 
+/// A [`SysctlNamePolicy`] as compiled, for renderers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlNamePolicyRules"))]
+pub struct NamePolicyRules {
+    /// The list holds `*`.
+    pub all: bool,
+    /// Exact names, normalised, in first-seen order without repeats.
+    pub exact: Vec<String>,
+    /// Prefixes without their trailing `*`, normalised, in list order.
+    pub prefixes: Vec<String>,
+}
+
 impl SysctlNamePolicy {
     pub fn new<S: AsRef<str>>(allowed: &[S]) -> Result<Self, PolicyError> {
         let mut p = SysctlNamePolicy::default();
@@ -125,6 +137,15 @@ impl SysctlNamePolicy {
         &self.prefixes
     }
 
+    /// What the policy allows, as compiled.
+    pub fn rules(&self) -> NamePolicyRules {
+        NamePolicyRules {
+            all: self.all,
+            exact: self.exact.clone(),
+            prefixes: self.prefixes.clone(),
+        }
+    }
+
     /// The message for the first name (in order) the policy refuses, or `None`.
     pub fn admit<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Option<String> {
         names
@@ -172,6 +193,41 @@ impl CompiledEntry {
             .iter()
             .all(|p| segs.next().is_some_and(|s| p == "*" || p == s))
             && segs.next().is_none()
+    }
+}
+
+/// A compiled entry as renderers read it: its segments, the rule's bounds and detail texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlPolicyRule"))]
+pub struct PolicyRule {
+    pub segments: Vec<String>,
+    /// Allowed values, canonical form, first-seen order without repeats.
+    pub values: Option<Vec<String>>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    // Named for the typings: both types are declared in a module read after this one.
+    #[cfg_attr(feature = "napi", napi(ts_type = "Array<SysctlPolicyRange>"))]
+    pub fields: Option<Vec<IntRange>>,
+    #[cfg_attr(feature = "napi", napi(ts_type = "SysctlPolicyDetails"))]
+    pub details: RuleDetails,
+}
+
+impl From<&CompiledEntry> for PolicyRule {
+    fn from(e: &CompiledEntry) -> Self {
+        let (values, range, fields) = match &e.rule {
+            ValueRule::Any => (None, None, None),
+            ValueRule::OneOf(v) => (Some(v.clone()), None, None),
+            ValueRule::Range(r) => (None, Some(r), None),
+            ValueRule::Fields(f) => (None, None, Some(f.clone())),
+        };
+        PolicyRule {
+            segments: e.segments.clone(),
+            values,
+            min: range.and_then(|r| r.min),
+            max: range.and_then(|r| r.max),
+            fields,
+            details: e.rule.details(),
+        }
     }
 }
 
@@ -374,6 +430,11 @@ impl SysctlPolicy {
         &self.entries
     }
 
+    /// The compiled entries in order, with their detail texts.
+    pub fn rules(&self) -> Vec<PolicyRule> {
+        self.entries.iter().map(PolicyRule::from).collect()
+    }
+
     fn find(&self, name: &str) -> Option<&CompiledEntry> {
         let n = normalize_name(name);
         self.entries.iter().find(|e| e.matches(&n))
@@ -460,6 +521,24 @@ mod tests {
         assert!(!SysctlNamePolicy::from_annotation("")
             .unwrap()
             .allows("kernel.sem"));
+    }
+
+    #[test]
+    fn name_policy_rules_are_the_compiled_lists() {
+        let p = SysctlNamePolicy::new(&["kernel/shmmax", "net/ipv4/*", "kernel.shmmax"]).unwrap();
+        assert_eq!(
+            p.rules(),
+            NamePolicyRules {
+                all: false,
+                exact: vec!["kernel.shmmax".into()],
+                prefixes: vec!["net.ipv4.".into()],
+            }
+        );
+        assert!(SysctlNamePolicy::new(&["*", "a"]).unwrap().rules().all);
+        assert_eq!(
+            SysctlNamePolicy::default().rules(),
+            NamePolicyRules::default()
+        );
     }
 
     #[test]
@@ -570,6 +649,50 @@ mod tests {
             p.admit([("x", "2")]).as_deref(),
             Some(r#"forbidden sysctl: "x" not allowed by policy: value must be one of "1""#)
         );
+    }
+
+    #[test]
+    fn rules_describe_each_entry_in_order() {
+        let bounded = |min, max| IntRange { min, max };
+        let policy = SysctlPolicy::new(&[
+            entry("kernel.shmmax"),
+            PolicyEntry {
+                fields: Some(vec![bounded(Some(0), None), bounded(None, None)]),
+                ..entry("net.*.x")
+            },
+        ]);
+        let rules = policy.map(|p| p.rules()).unwrap_or_default();
+        let fields = ValueRule::Fields(vec![bounded(Some(0), None), bounded(None, None)]);
+        assert_eq!(
+            rules,
+            [
+                PolicyRule {
+                    segments: vec!["kernel".into(), "shmmax".into()],
+                    values: None,
+                    min: None,
+                    max: None,
+                    fields: None,
+                    details: RuleDetails::default(),
+                },
+                PolicyRule {
+                    segments: vec!["net".into(), "*".into(), "x".into()],
+                    values: None,
+                    min: None,
+                    max: None,
+                    fields: Some(vec![bounded(Some(0), None), bounded(None, None)]),
+                    details: fields.details(),
+                },
+            ]
+        );
+        let annotated = SysctlPolicy::from_annotation("a.b=min:1,c=values:x  y").unwrap();
+        let (range, one_of) = (&annotated.rules()[0], &annotated.rules()[1]);
+        assert_eq!(
+            (range.min, range.max, range.values.clone()),
+            (Some(1), None, None)
+        );
+        assert_eq!(range.details.range.as_deref(), Some("must be at least 1"));
+        assert_eq!(one_of.values, Some(vec!["x".to_string(), "y".to_string()]));
+        assert_eq!(one_of.details, ValueRule::one_of(["x", "y"]).details());
     }
 
     #[test]

@@ -26,6 +26,30 @@ pub const MAX_MAGNITUDE: i64 = 9_007_199_254_740_991;
 /// CEL within the API server's cost budget.
 pub const MAX_VALUE_LENGTH: usize = 4096;
 
+/// The value syntax as regex sources RE2 and JavaScript read alike, and its limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlPolicySyntax"))]
+pub struct ValueSyntax {
+    /// One kernel whitespace character ([`SPACE`]).
+    pub space: String,
+    /// One integer field ([`INT_FIELD`]).
+    pub int_field: String,
+    /// Largest magnitude of an integer value ([`MAX_MAGNITUDE`]).
+    pub max_magnitude: i64,
+    /// Longest value (code points) a value rule inspects ([`MAX_VALUE_LENGTH`]); u32, as the
+    /// limit is one page.
+    pub max_value_length: u32,
+}
+
+pub fn value_syntax() -> ValueSyntax {
+    ValueSyntax {
+        space: SPACE.to_string(),
+        int_field: INT_FIELD.to_string(),
+        max_magnitude: MAX_MAGNITUDE,
+        max_value_length: MAX_VALUE_LENGTH as u32,
+    }
+}
+
 /// Whole-value regex source for `count` whitespace-separated integer fields.
 pub fn integer_fields_source(count: usize) -> String {
     let fields = vec![format!("({INT_FIELD})"); count].join(&format!("{SPACE}+"));
@@ -117,6 +141,22 @@ impl IntRange {
     }
 }
 
+/// The detail texts a violation of a rule reports (after `value `), for renderers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "SysctlPolicyDetails"))]
+pub struct RuleDetails {
+    /// For a value longer than `MAX_VALUE_LENGTH` (absent for a name-only rule).
+    pub too_long: Option<String>,
+    /// For a value outside `values`.
+    pub values: Option<String>,
+    /// For a value that is not one integer (`min`/`max`) or not `fields.length` integers.
+    pub shape: Option<String>,
+    /// For an integer outside `min`/`max`.
+    pub range: Option<String>,
+    /// For each field, the detail when it is out of its range; `""` for an unbounded field.
+    pub fields: Option<Vec<String>>,
+}
+
 /// What an entry allows for the value. `Any` is a name-only entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ValueRule {
@@ -170,6 +210,20 @@ impl ValueRule {
                 None => self.shape_detail(),
                 Some(got) => (!r.contains(got[0])).then(|| r.detail()),
             },
+        }
+    }
+
+    /// Every detail text the rule can report, each present only where it applies.
+    pub fn details(&self) -> RuleDetails {
+        RuleDetails {
+            too_long: self.too_long_detail(),
+            values: self.values_detail(),
+            shape: self.shape_detail(),
+            range: match self {
+                ValueRule::Range(r) => Some(r.detail()),
+                _ => None,
+            },
+            fields: matches!(self, ValueRule::Fields(_)).then(|| self.field_details()),
         }
     }
 
@@ -238,6 +292,41 @@ mod tests {
         assert_eq!(canonical_value(" \u{b}\u{c} "), "");
         // A no-break space is not kernel whitespace.
         assert_eq!(canonical_value("a\u{a0}b"), "a\u{a0}b");
+    }
+
+    #[test]
+    fn published_syntax_is_the_matchers_syntax() {
+        let s = value_syntax();
+        assert_eq!((s.space.as_str(), s.int_field.as_str()), (SPACE, INT_FIELD));
+        assert_eq!(s.max_magnitude, 9_007_199_254_740_991);
+        assert_eq!(s.max_value_length, 4096);
+        assert!(integer_fields_source(1).contains(&s.int_field));
+    }
+
+    #[test]
+    fn details_are_those_the_rule_can_report() {
+        assert_eq!(ValueRule::Any.details(), RuleDetails::default());
+        let one_of = ValueRule::one_of(["1", "2"]).details();
+        assert_eq!(one_of.values.as_deref(), Some(r#"must be one of "1", "2""#));
+        assert_eq!(
+            one_of.too_long.as_deref(),
+            Some("must be at most 4096 characters")
+        );
+        assert_eq!(
+            (one_of.shape, one_of.range, one_of.fields),
+            (None, None, None)
+        );
+        let int = ValueRule::Range(range(Some(1), None)).details();
+        assert_eq!(int.range.as_deref(), Some("must be at least 1"));
+        assert_eq!(int.shape.as_deref(), Some("must be an integer"));
+        assert_eq!((int.values, int.fields), (None, None));
+        let fields = ValueRule::Fields(vec![range(None, None), range(Some(0), Some(9))]).details();
+        assert_eq!(fields.fields.map(|f| f.len()), Some(2));
+        assert_eq!(
+            fields.shape.as_deref(),
+            Some("must be 2 integers separated by whitespace")
+        );
+        assert_eq!((fields.values, fields.range), (None, None));
     }
 
     #[test]

@@ -3,14 +3,15 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kubenode_sysctl::{Allowlist, AllowlistEntry as SysctlAllowlistEntry};
+use kubenode_sysctl::Allowlist;
+// Imported under their JS names, which the generated typings then use.
+use kubenode_sysctl::{AllowlistEntry as SysctlAllowlistEntry, Rejections as SysctlRejections};
 use napi::bindgen_prelude::{Uint32Array, Uint8Array};
 use napi::{Env, JsString};
 use napi_derive::napi;
 
-use super::convert::{batch_err, read_joined, rejections, Scratch};
+use super::convert::{batch_err, read_joined, Scratch};
 use super::staged;
-use super::types::SysctlRejections;
 use super::{HOST_IPC, HOST_NETWORK};
 use crate::errors::{err, throwing, ErrorCode};
 
@@ -166,7 +167,7 @@ impl JsSysctlAllowlist {
                 .names
                 .borrow()
                 .admit_batch(ids, counts, flags)
-                .map(rejections)
+                .map(SysctlRejections::from)
                 .map_err(batch_err)
         })
     }
@@ -200,7 +201,7 @@ impl JsSysctlAllowlist {
             self.shared
                 .inner
                 .admit_batch(&joined, &counts, &flags)
-                .map(rejections)
+                .map(SysctlRejections::from)
                 .map_err(batch_err)
         })
     }

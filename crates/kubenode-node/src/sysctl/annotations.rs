@@ -4,10 +4,12 @@
 use std::collections::HashSet;
 
 use kubenode_sysctl::{parse_sysctl_annotation, sysctls_from_annotations};
+// Imported under its JS name, which the generated typings then use.
+use kubenode_sysctl::Sysctl as SysctlPair;
 use napi_derive::napi;
 
 use super::convert::field_errors;
-use super::types::{SysctlFieldError, SysctlPair};
+use super::types::SysctlFieldError;
 
 #[napi(object)]
 pub struct SysctlAnnotationParse {
@@ -24,9 +26,7 @@ pub struct SysctlAnnotationConversion {
 }
 
 fn pairs(v: Vec<(String, String)>) -> Vec<SysctlPair> {
-    v.into_iter()
-        .map(|(name, value)| SysctlPair { name, value })
-        .collect()
+    v.into_iter().map(SysctlPair::from).collect()
 }
 
 /// `SysctlsFromPodAnnotation` for one annotation value.

@@ -4,11 +4,11 @@
 use std::borrow::Cow;
 
 use kubenode_sysctl::{
-    ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError, Rejection,
+    ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError,
 };
 use napi::{JsString, JsValue};
 
-use super::types::{SysctlFieldError, SysctlRejections};
+use super::types::SysctlFieldError;
 use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
 
 pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
@@ -83,11 +83,6 @@ pub fn batch_err(e: BatchError) -> NativeError {
         BatchError::LengthMismatch | BatchError::UnknownName(_) => ErrorCode::InvalidArg,
     };
     err(code, e)
-}
-
-pub fn rejections(v: Vec<Rejection>) -> SysctlRejections {
-    let (indexes, messages) = v.into_iter().map(|r| (r.index, r.error.message())).unzip();
-    SysctlRejections { indexes, messages }
 }
 
 pub fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {

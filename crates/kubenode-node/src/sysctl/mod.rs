@@ -15,7 +15,10 @@ use kubenode_sysctl::{
     KernelVersion, NsTarget, SAFE_SYSCTLS,
 };
 // Imported under their JS names, which the generated typings then use.
-use kubenode_sysctl::{NamespaceInfo as SysctlNamespaceInfo, SafeList as SysctlSafeList};
+use kubenode_sysctl::{
+    NamespaceInfo as SysctlNamespaceInfo, SafeList as SysctlSafeList, Sysctl as SysctlPair,
+    Target as SysctlTarget,
+};
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
@@ -133,16 +136,10 @@ pub fn sysctl_apply(
     sysctls: Vec<SysctlPair>,
 ) -> napi::Result<AsyncTask<ApplyTask>> {
     throwing(&env, || {
-        let target = NsTarget::new(
-            target.pid,
-            target.netns_path.map(Into::into),
-            target.ipcns_path.map(Into::into),
-            target.utsns_path.map(Into::into),
-        )
-        .map_err(|e| NativeError::from(&e))?;
+        let target = NsTarget::try_from(target).map_err(|e| NativeError::from(&e))?;
         Ok(AsyncTask::new(ApplyTask {
             target,
-            sysctls: sysctls.into_iter().map(|p| (p.name, p.value)).collect(),
+            sysctls: sysctls.into_iter().map(Into::into).collect(),
         }))
     })
 }

@@ -3,11 +3,14 @@
 //! (its names, and values, as two arrays).
 
 use kubenode_sysctl::{
-    bad_value_message, integer_fields_source, not_allowed_message, SysctlNamePolicy, SysctlPolicy,
-    ValueRule, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
+    bad_value_message, integer_fields_source, not_allowed_message, value_syntax, SysctlNamePolicy,
+    SysctlPolicy,
 };
 // Imported under their JS names, which the generated typings then use.
-use kubenode_sysctl::{IntRange as SysctlPolicyRange, PolicyEntry as SysctlPolicyEntryInput};
+use kubenode_sysctl::{
+    NamePolicyRules as SysctlNamePolicyRules, PolicyEntry as SysctlPolicyEntryInput,
+    PolicyRule as SysctlPolicyRule, ValueSyntax as SysctlPolicySyntax,
+};
 use napi::Env;
 use napi_derive::napi;
 
@@ -15,60 +18,10 @@ use super::convert::field_errors;
 use super::types::SysctlFieldError;
 use crate::errors::{err, throwing, ErrorCode, Result};
 
-/// The detail texts a violation of a rule reports (after `value `), for renderers.
-#[napi(object)]
-pub struct SysctlPolicyDetails {
-    /// For a value longer than `maxValueLength` (absent for a name-only rule).
-    pub too_long: Option<String>,
-    /// For a value outside `values`.
-    pub values: Option<String>,
-    /// For a value that is not one integer (`min`/`max`) or not `fields.length` integers.
-    pub shape: Option<String>,
-    /// For an integer outside `min`/`max`.
-    pub range: Option<String>,
-    /// For each field, the detail when it is out of its range; `""` for an unbounded field.
-    pub fields: Option<Vec<String>>,
-}
-
-#[napi(object)]
-pub struct SysctlPolicyRule {
-    pub segments: Vec<String>,
-    /// Allowed values, canonical form, first-seen order without repeats.
-    pub values: Option<Vec<String>>,
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-    pub fields: Option<Vec<SysctlPolicyRange>>,
-    pub details: SysctlPolicyDetails,
-}
-
-#[napi(object)]
-pub struct SysctlNamePolicyRules {
-    pub all: bool,
-    pub exact: Vec<String>,
-    pub prefixes: Vec<String>,
-}
-
 /// The value syntax as regex sources RE2 and JavaScript read alike, and its limits.
-#[napi(object)]
-pub struct SysctlPolicySyntax {
-    /// One kernel whitespace character.
-    pub space: String,
-    /// One integer field.
-    pub int_field: String,
-    /// Largest magnitude of an integer value.
-    pub max_magnitude: f64,
-    /// Longest value (code points) a value rule inspects.
-    pub max_value_length: u32,
-}
-
 #[napi]
 pub fn sysctl_policy_syntax() -> SysctlPolicySyntax {
-    SysctlPolicySyntax {
-        space: SPACE.to_string(),
-        int_field: INT_FIELD.to_string(),
-        max_magnitude: MAX_MAGNITUDE as f64,
-        max_value_length: MAX_VALUE_LENGTH as u32,
-    }
+    value_syntax()
 }
 
 /// Whole-value regex source for `count` whitespace-separated integer fields.
@@ -87,40 +40,6 @@ pub fn sysctl_policy_not_allowed_message(name: String) -> String {
 #[napi]
 pub fn sysctl_policy_bad_value_message(name: String, detail: String) -> String {
     bad_value_message(&name, &detail)
-}
-
-fn rule_out(segments: &[String], rule: &ValueRule) -> SysctlPolicyRule {
-    let mut out = SysctlPolicyRule {
-        segments: segments.to_vec(),
-        values: None,
-        min: None,
-        max: None,
-        fields: None,
-        details: SysctlPolicyDetails {
-            too_long: rule.too_long_detail(),
-            values: None,
-            shape: rule.shape_detail(),
-            range: None,
-            fields: None,
-        },
-    };
-    match rule {
-        ValueRule::Any => {}
-        ValueRule::OneOf(values) => {
-            out.details.values = rule.values_detail();
-            out.values = Some(values.clone());
-        }
-        ValueRule::Range(r) => {
-            out.min = r.min;
-            out.max = r.max;
-            out.details.range = Some(r.detail());
-        }
-        ValueRule::Fields(ranges) => {
-            out.details.fields = Some(rule.field_details());
-            out.fields = Some(ranges.clone());
-        }
-    }
-    out
 }
 
 fn pairs<'a>(
@@ -210,11 +129,7 @@ impl JsSysctlPolicy {
     /// The compiled entries in order, with their detail texts.
     #[napi]
     pub fn rules(&self) -> Vec<SysctlPolicyRule> {
-        self.inner
-            .entries()
-            .iter()
-            .map(|e| rule_out(&e.segments, &e.rule))
-            .collect()
+        self.inner.rules()
     }
 }
 
@@ -264,10 +179,6 @@ impl JsSysctlNamePolicy {
 
     #[napi]
     pub fn rules(&self) -> SysctlNamePolicyRules {
-        SysctlNamePolicyRules {
-            all: self.inner.allows_all(),
-            exact: self.inner.exact().to_vec(),
-            prefixes: self.inner.prefixes().to_vec(),
-        }
+        self.inner.rules()
     }
 }

@@ -27,28 +27,6 @@ pub struct SysctlFieldError {
     pub message: String,
 }
 
-#[napi(object)]
-pub struct SysctlRejections {
-    /// Indexes of rejected pods, ascending.
-    pub indexes: Vec<u32>,
-    /// `forbidden sysctl: …` for each rejected pod.
-    pub messages: Vec<String>,
-}
-
-#[napi(object)]
-pub struct SysctlTarget {
-    pub pid: Option<u32>,
-    pub netns_path: Option<String>,
-    pub ipcns_path: Option<String>,
-    pub utsns_path: Option<String>,
-}
-
-#[napi(object)]
-pub struct SysctlPair {
-    pub name: String,
-    pub value: String,
-}
-
 #[napi(object, object_from_js = false)]
 pub struct SysctlApplyOutcome {
     pub applied: Vec<SysctlApplied>,
