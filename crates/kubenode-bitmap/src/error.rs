@@ -2,7 +2,7 @@ use thiserror::Error;
 
 /// Errors returned by [`crate::AllocationBitmap`]. The texts of `OutOfRange` and `RangeMismatch`
 /// are upstream's, so callers can match them.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Error)]
 pub enum BitmapError {
     #[error("offset {offset} out of range [0,{max}]")]
     OutOfRange { offset: i64, max: u64 },
@@ -22,4 +22,14 @@ pub enum BitmapError {
     /// The memory for the map could not be allocated (reported instead of aborting).
     #[error("cannot allocate {bytes} bytes for a bitmap of {max} slots")]
     AllocationFailed { max: u64, bytes: usize },
+    /// An option given as a number (a double, as JavaScript has them) that is not whole.
+    #[error("{what} must be an integer, got {value}")]
+    NotInteger { what: &'static str, value: f64 },
+    /// An option given as a number outside `[0, limit]`.
+    #[error("{what} must be in [0, {limit}], got {value}")]
+    NumberOutOfRange {
+        what: &'static str,
+        value: f64,
+        limit: u64,
+    },
 }

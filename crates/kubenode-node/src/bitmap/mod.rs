@@ -1,4 +1,5 @@
-use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, SplitMix64, Strategy};
+// The core's options are the JS shape (its `napi` feature).
+use kubenode_bitmap::{AllocationBitmap as Core, BitmapError, BitmapOptions};
 use napi::bindgen_prelude::{Buffer, Uint32ArraySlice};
 use napi::Env;
 use napi_derive::napi;
@@ -15,22 +16,12 @@ fn to_js(e: BitmapError) -> NativeError {
         // Like Node's own failed buffer allocations, a map too big for memory is a range error.
         BitmapError::OutOfRange { .. }
         | BitmapError::AllocationFailed { .. }
-        | BitmapError::InvalidOffset { .. } => ErrorCode::OutOfRange,
+        | BitmapError::InvalidOffset { .. }
+        | BitmapError::NumberOutOfRange { .. } => ErrorCode::OutOfRange,
         BitmapError::RangeMismatch => ErrorCode::Conflict,
         _ => ErrorCode::InvalidArg,
     };
     err(code, e)
-}
-
-#[napi(object)]
-#[derive(Default)]
-pub struct BitmapOptions {
-    /// `"random-scan"` (default) or `"contiguous-scan"`.
-    pub strategy: Option<String>,
-    /// Random scan only: slots below `offset` are used only when the rest is full.
-    pub offset: Option<f64>,
-    /// Seed for the random scan, for reproducible sequences.
-    pub seed: Option<f64>,
 }
 
 /// A bitmap's persisted state, upstream's `RangeAllocation` format.
@@ -82,22 +73,8 @@ impl JsAllocationBitmap {
     ) -> napi::Result<Self> {
         throwing(&env, || {
             let max = convert::index("max", max, kubenode_bitmap::MAX_SLOTS)?;
-            let opts = options.unwrap_or_default();
-            let mut strategy = match opts.strategy.as_deref() {
-                Some(name) => Strategy::named(name).map_err(to_js)?,
-                None => Strategy::default(),
-            };
-            // Only the random scan has an offset; for the contiguous scan it is ignored.
-            if let (Strategy::RandomScan { offset }, Some(o)) = (&mut strategy, opts.offset) {
-                *offset = convert::index("offset", o, kubenode_bitmap::MAX_SLOTS)? as usize;
-            }
-            let rng = match opts.seed {
-                Some(s) => SplitMix64::new(convert::index("seed", s, u64::MAX >> 11)?),
-                None => SplitMix64::from_entropy(),
-            };
-            let map = Rc::new(RefCell::new(
-                Core::with_rng(max, range_spec, strategy, rng).map_err(to_js)?,
-            ));
+            let map = Core::with_options(max, range_spec, &options.unwrap_or_default());
+            let map = Rc::new(RefCell::new(map.map_err(to_js)?));
             let slot = staged::register(Rc::clone(&map))?;
             Ok(Self { map, slot })
         })
