@@ -104,7 +104,9 @@ export class PodCalls {
     }
     if (go.length === 0) return;
     try {
-      callNative(() => this.core.submit(go.map((c) => ({ podUid: c.podUid, release: c.release }))));
+      callNative(() =>
+        this.core.submit(go.map((c) => ({ type: c.release ? 'release' : 'getOrCreate', podUid: c.podUid }))),
+      );
     } catch (e) {
       for (const c of go) c.reject(e);
       return;

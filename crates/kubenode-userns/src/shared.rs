@@ -11,6 +11,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
+
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::json::UserNamespace;
@@ -43,10 +46,12 @@ enum Touched<'a> {
 }
 
 /// One per-pod call, as callers make them one at a time; a batch of them runs as one task.
+/// In JavaScript: `{ type: "getOrCreate" | "release", podUid }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(discriminant_case = "camelCase", js_name = "UsernsPodCall"))]
 pub enum PodCall {
-    GetOrCreate(String),
-    Release(String),
+    GetOrCreate(#[cfg_attr(feature = "napi", napi(js_name = "podUid"))] String),
+    Release(#[cfg_attr(feature = "napi", napi(js_name = "podUid"))] String),
 }
 
 impl PodCall {

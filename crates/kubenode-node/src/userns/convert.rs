@@ -4,13 +4,13 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use kubenode_userns::{
-    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, ListedPod, Options, PodCall,
+    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, ListedPod, Options,
     RestoreStats, UserNamespace, VerifyReport,
 };
 
 use super::types::{
     UsernsAllocation, UsernsConfig, UsernsListOutcome, UsernsListedPod, UsernsOutcome,
-    UsernsPodCall, UsernsVerifyOutcome,
+    UsernsVerifyOutcome,
 };
 use crate::convert;
 use crate::errors::{native_error_from, Result};
@@ -36,16 +36,6 @@ pub fn open_args(c: &UsernsConfig) -> Result<(PathBuf, Config, Options)> {
             seed,
         },
     ))
-}
-
-pub fn pod_calls(calls: Vec<UsernsPodCall>) -> Vec<PodCall> {
-    calls
-        .into_iter()
-        .map(|c| match c.release {
-            true => PodCall::Release(c.pod_uid),
-            false => PodCall::GetOrCreate(c.pod_uid),
-        })
-        .collect()
 }
 
 /// A pod directory name that is not UTF-8 shows with U+FFFD: JS strings are Unicode.

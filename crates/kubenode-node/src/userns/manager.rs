@@ -12,15 +12,16 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use kubenode_userns::{CallQueue, CallResult, SharedManager};
+// The core's per-pod call is the JS shape (its `napi` feature), under its JS name.
+use kubenode_userns::{CallQueue, CallResult, PodCall as UsernsPodCall, SharedManager};
 use napi::bindgen_prelude::{AsyncTask, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
 use napi_derive::napi;
 
-use super::convert::{open_args, pod_calls};
+use super::convert::open_args;
 use super::tasks::{CoreTask, Outcome};
-use super::types::{UsernsAllocation, UsernsConfig, UsernsOutcome, UsernsPodCall};
+use super::types::{UsernsAllocation, UsernsConfig, UsernsOutcome};
 use crate::errors::{err, throwing, ErrorCode, ErrorScope, Result};
 
 /// Calls the JS `deliver` function with a batch's outcomes. Weak: it holds the event loop only
@@ -107,7 +108,7 @@ impl UsernsCore {
         if self.pending.fetch_add(n, Ordering::Relaxed) == 0 {
             unsafe { sys::napi_ref_threadsafe_function(env.raw(), raw) };
         }
-        if let Err(e) = self.calls.submit(pod_calls(calls)) {
+        if let Err(e) = self.calls.submit(calls) {
             if self.pending.fetch_sub(n, Ordering::Relaxed) == n {
                 unsafe { sys::napi_unref_threadsafe_function(env.raw(), raw) };
             }

@@ -22,13 +22,6 @@ pub struct UsernsConfig {
     pub lock: Option<bool>,
 }
 
-/// One per-pod call: `getOrCreate`, or `release` when `release` is true.
-#[napi(object)]
-pub struct UsernsPodCall {
-    pub pod_uid: String,
-    pub release: bool,
-}
-
 #[napi(object)]
 #[derive(Default)]
 pub struct UsernsOutcome {
