@@ -199,15 +199,10 @@ export class UserNsManager {
     const outcome = outcomeOrThrow(
       await awaitNative(
         callNative(() =>
-          core.open({
-            podsDir,
-            idsPerPod,
-            firstId: pool.firstId,
-            length: pool.length,
-            maxPods,
-            seed: options.seed,
-            lock: true,
-          }),
+          core.open(
+            { podsDir, idsPerPod, firstId: pool.firstId, length: pool.length, maxPods },
+            options.seed,
+          ),
         ),
       ),
     );

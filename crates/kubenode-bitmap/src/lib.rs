@@ -17,6 +17,6 @@ mod strategy;
 pub use allocation::{AllocationBitmap, MAX_SLOTS};
 pub use error::BitmapError;
 pub use levels::LevelBitset;
-pub use options::{BitmapOptions, MAX_SEED};
+pub use options::{seed, BitmapOptions, MAX_SEED};
 pub use rng::SplitMix64;
 pub use strategy::Strategy;

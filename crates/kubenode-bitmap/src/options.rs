@@ -39,6 +39,11 @@ fn whole(what: &'static str, v: f64, limit: u64) -> Result<u64, BitmapError> {
     Ok(v as u64)
 }
 
+/// A seed given as a double: a whole number in `[0, MAX_SEED]`.
+pub fn seed(v: f64) -> Result<u64, BitmapError> {
+    whole("seed", v, MAX_SEED)
+}
+
 impl BitmapOptions {
     /// The strategy named (the default when none is), with the offset on a random scan; a
     /// contiguous scan has no offset and ignores it.
@@ -56,7 +61,7 @@ impl BitmapOptions {
     /// The random source: seeded when a seed is given, else from the clock.
     pub fn rng(&self) -> Result<SplitMix64, BitmapError> {
         Ok(match self.seed {
-            Some(s) => SplitMix64::new(whole("seed", s, MAX_SEED)?),
+            Some(s) => SplitMix64::new(seed(s)?),
             None => SplitMix64::from_entropy(),
         })
     }

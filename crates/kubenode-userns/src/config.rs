@@ -1,5 +1,7 @@
 //! The manager's configuration and upstream's checks on it (`MakeUserNsManager`, in order).
 
+use std::path::PathBuf;
+
 use crate::error::{Error, ErrorKind, Result};
 #[cfg(feature = "napi")]
 use napi_derive::napi;
@@ -24,6 +26,35 @@ pub struct Config {
     /// Number of IDs in the pool (`kubeletMappingLen`).
     pub length: u32,
     pub max_pods: u32,
+}
+
+/// A manager's pods directory and configuration as a caller outside Rust gives them, in one
+/// object (the binding's `UsernsCore.open`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "UsernsConfig"))]
+pub struct PodsConfig {
+    /// The kubelet's pods directory (`<root-dir>/pods`).
+    pub pods_dir: String,
+    pub ids_per_pod: u32,
+    pub first_id: u32,
+    pub length: u32,
+    pub max_pods: u32,
+}
+
+impl PodsConfig {
+    pub fn pods_dir(&self) -> PathBuf {
+        PathBuf::from(&self.pods_dir)
+    }
+
+    /// The numbers, as upstream's configuration (checked by [`Config::layout`]).
+    pub fn config(&self) -> Config {
+        Config {
+            ids_per_pod: self.ids_per_pod,
+            first_id: self.first_id,
+            length: self.length,
+            max_pods: self.max_pods,
+        }
+    }
 }
 
 /// The pool cut into slots: slot `i` maps host IDs from `(i + off) * ids_per_pod`.
@@ -144,6 +175,29 @@ pub fn validate_ids_per_pod(v: i64) -> Result<u32> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn pods_config_splits_into_the_directory_and_upstreams_configuration() {
+        let c = PodsConfig {
+            pods_dir: "/var/lib/kubelet/pods".into(),
+            ids_per_pod: UNIT_LENGTH,
+            first_id: 2 * UNIT_LENGTH,
+            length: 300 * UNIT_LENGTH,
+            max_pods: DEFAULT_MAX_PODS,
+        };
+        assert_eq!(c.pods_dir(), PathBuf::from("/var/lib/kubelet/pods"));
+        let config = c.config();
+        assert_eq!(
+            config,
+            Config {
+                ids_per_pod: UNIT_LENGTH,
+                first_id: 2 * UNIT_LENGTH,
+                length: 300 * UNIT_LENGTH,
+                max_pods: DEFAULT_MAX_PODS,
+            }
+        );
+        assert_eq!(config.layout().map(|l| (l.off, l.slots)), Ok((2, 300)));
+    }
 
     proptest! {
         /// Over random pools (valid and not): a layout exists exactly when upstream's checks

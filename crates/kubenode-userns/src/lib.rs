@@ -12,7 +12,7 @@ mod shared;
 pub mod verify;
 
 pub use call_queue::CallQueue;
-pub use config::{Config, Layout};
+pub use config::{Config, Layout, PodsConfig};
 pub use error::{Error, ErrorKind, Result};
 pub use json::{IdMapping, UserNamespace};
 pub use manager::{

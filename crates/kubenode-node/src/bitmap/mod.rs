@@ -11,7 +11,7 @@ use crate::errors::{err, throwing, ErrorCode, NativeError, Result};
 
 mod staged;
 
-fn to_js(e: BitmapError) -> NativeError {
+pub(crate) fn to_js(e: BitmapError) -> NativeError {
     let code = match e {
         // Like Node's own failed buffer allocations, a map too big for memory is a range error.
         BitmapError::OutOfRange { .. }

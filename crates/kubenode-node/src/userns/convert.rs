@@ -1,42 +1,18 @@
 //! Every conversion between `kubenode-userns` values and the boundary's objects, in one place.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
 
 use kubenode_userns::{
-    Allocation, Config, Error as CoreError, ErrorKind as CoreKind, ListedPod, Options,
-    RestoreStats, UserNamespace, VerifyReport,
+    Allocation, Error as CoreError, ErrorKind as CoreKind, ListedPod, RestoreStats, UserNamespace,
+    VerifyReport,
 };
 
 use super::types::{
-    UsernsAllocation, UsernsConfig, UsernsListOutcome, UsernsListedPod, UsernsOutcome,
-    UsernsVerifyOutcome,
+    UsernsAllocation, UsernsListOutcome, UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome,
 };
-use crate::convert;
-use crate::errors::{native_error_from, Result};
+use crate::errors::native_error_from;
 
 type CoreResult<T> = std::result::Result<T, CoreError>;
-
-/// The arguments of `SharedManager::open`, numbers checked.
-pub fn open_args(c: &UsernsConfig) -> Result<(PathBuf, Config, Options)> {
-    let seed = match c.seed {
-        Some(s) => Some(convert::index("seed", s, u64::MAX >> 11)?),
-        None => None,
-    };
-    Ok((
-        PathBuf::from(&c.pods_dir),
-        Config {
-            ids_per_pod: c.ids_per_pod,
-            first_id: c.first_id,
-            length: c.length,
-            max_pods: c.max_pods,
-        },
-        Options {
-            lock: c.lock.unwrap_or(true),
-            seed,
-        },
-    ))
-}
 
 /// A pod directory name that is not UTF-8 shows with U+FFFD: JS strings are Unicode.
 fn pod_name(pod: &OsStr) -> String {

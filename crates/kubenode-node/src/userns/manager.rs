@@ -12,16 +12,20 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-// The core's per-pod call is the JS shape (its `napi` feature), under its JS name.
-use kubenode_userns::{CallQueue, CallResult, PodCall as UsernsPodCall, SharedManager};
+// The core's open configuration and per-pod call are the JS shapes (its `napi` feature), under
+// their JS names.
+use kubenode_userns::{
+    CallQueue, CallResult, Options, PodCall as UsernsPodCall, PodsConfig as UsernsConfig,
+    SharedManager,
+};
 use napi::bindgen_prelude::{AsyncTask, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
 use napi_derive::napi;
 
-use super::convert::open_args;
 use super::tasks::{CoreTask, Outcome};
-use super::types::{UsernsAllocation, UsernsConfig, UsernsOutcome};
+use super::types::{UsernsAllocation, UsernsOutcome};
+use crate::bitmap;
 use crate::errors::{err, throwing, ErrorCode, ErrorScope, Result};
 
 /// Calls the JS `deliver` function with a batch's outcomes. Weak: it holds the event loop only
@@ -135,17 +139,26 @@ impl UsernsCore {
 
 #[napi]
 impl UsernsCore {
-    /// Checks the configuration, takes the lock and restores every pod's file.
+    /// Checks the configuration, takes the lock and restores every pod's file. `seed` seeds the
+    /// bitmap's random scan (tests).
     #[napi(ts_return_type = "Promise<UsernsOutcome>")]
     pub fn open(
         &self,
         env: Env,
         config: UsernsConfig,
+        seed: Option<f64>,
     ) -> napi::Result<AsyncTask<CoreTask<UsernsOutcome>>> {
         throwing(&env, || {
-            let (dir, c, o) = open_args(&config)?;
+            let seed = seed.map(kubenode_bitmap::seed).transpose();
+            // Always locked from JS: the kubelet's manager is the pods directory's one writer
+            // (an unlocked view is for Rust tests).
+            let opts = Options {
+                lock: true,
+                seed: seed.map_err(bitmap::to_js)?,
+            };
+            let (dir, c) = (config.pods_dir(), config.config());
             let ticket = self.shared.open_ticket();
-            Ok(self.task(move |s| s.open(ticket, dir, c, o).into()))
+            Ok(self.task(move |s| s.open(ticket, dir, c, opts).into()))
         })
     }
 

@@ -10,19 +10,6 @@ use kubenode_userns::{IdMapping as UsernsIdMapping, VerifyReport as UsernsVerify
 use crate::errors::NativeError;
 
 #[napi(object)]
-pub struct UsernsConfig {
-    pub pods_dir: String,
-    pub ids_per_pod: u32,
-    pub first_id: u32,
-    pub length: u32,
-    pub max_pods: u32,
-    /// Seed of the bitmap's random scan (tests).
-    pub seed: Option<f64>,
-    /// Take the pods-directory lock (default true).
-    pub lock: Option<bool>,
-}
-
-#[napi(object)]
 #[derive(Default)]
 pub struct UsernsOutcome {
     pub uids: Vec<UsernsIdMapping>,
