@@ -128,7 +128,7 @@ describe('thrown errors carry the outcome fields', () => {
     expect(raw).toBeInstanceOf(Error);
     expect(raw).toMatchObject({ code: 'ERR_KUBENODE_UNSUPPORTED', kind: 'kubernetes-version' });
     try {
-      native.usernsLayout(0, 0, 65536, 1);
+      native.usernsLayout({ idsPerPod: 0, firstId: 0, length: 65536, maxPods: 1 });
     } catch (e) {
       raw = e;
     }

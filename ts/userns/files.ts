@@ -59,5 +59,5 @@ export function layout(idsPerPod: number, firstId: number, length: number, maxPo
   ] as const) {
     assertInteger(n, v, 0, 0xffffffff);
   }
-  return callNative(() => native.usernsLayout(idsPerPod, firstId, length, maxPods));
+  return callNative(() => native.usernsLayout({ idsPerPod, firstId, length, maxPods }));
 }

@@ -19,6 +19,7 @@ pub const ID_SPACE: u64 = 1 << 32;
 
 /// Inputs of `MakeUserNsManager` once the kubelet's mapping pool is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "UsernsPoolConfig"))]
 pub struct Config {
     pub ids_per_pod: u32,
     /// First host ID of the pool (`kubeletMappingID`).

@@ -9,7 +9,7 @@ mod types;
 
 use std::path::Path;
 
-use kubenode_userns::{Config, Layout as UsernsLayout, UserNamespace};
+use kubenode_userns::{Config as UsernsPoolConfig, Layout as UsernsLayout, UserNamespace};
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
@@ -21,20 +21,8 @@ use types::{UsernsListOutcome, UsernsVerifyOutcome};
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
-pub fn userns_layout(
-    env: Env,
-    ids_per_pod: u32,
-    first_id: u32,
-    length: u32,
-    max_pods: u32,
-) -> napi::Result<UsernsLayout> {
+pub fn userns_layout(env: Env, config: UsernsPoolConfig) -> napi::Result<UsernsLayout> {
     throwing(&env, || {
-        let config = Config {
-            ids_per_pod,
-            first_id,
-            length,
-            max_pods,
-        };
         config.layout().map_err(|e| err(ErrorCode::InvalidArg, e))
     })
 }
