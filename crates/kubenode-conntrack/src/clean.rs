@@ -8,7 +8,7 @@
 
 #[cfg(feature = "napi")]
 use napi_derive::napi;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::time::Instant;
 
 use crate::conntrack::{Conntrack, DumpEvent};
@@ -20,13 +20,25 @@ use crate::stale::StaleMatcher;
 use crate::stale_diff::{stale_diff, StaleDiff};
 use crate::targeted::LastPass;
 
-/// Live progress of a pass, readable from another thread (the CLI's progress bar).
+/// Live progress of a pass, readable from another thread (the CLI's progress bar). Counts are
+/// u32, as in [`CleanReport`].
 #[derive(Debug, Default)]
 pub struct Progress {
     pub phase: AtomicU8,
-    pub listed: AtomicU64,
-    pub stale: AtomicU64,
-    pub deleted: AtomicU64,
+    pub listed: AtomicU32,
+    pub stale: AtomicU32,
+    pub deleted: AtomicU32,
+}
+
+/// One reading of a `Progress`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "ConntrackProgress"))]
+pub struct ProgressReport {
+    /// `"idle"`, `"listing"` or `"deleting"` (`Progress::phase_name`).
+    pub phase: String,
+    pub listed: u32,
+    pub stale: u32,
+    pub deleted: u32,
 }
 
 pub const PHASE_IDLE: u8 = 0;
@@ -40,6 +52,16 @@ impl Progress {
             PHASE_LISTING => "listing",
             PHASE_DELETING => "deleting",
             _ => "idle",
+        }
+    }
+
+    /// What the pass has done so far.
+    pub fn report(&self) -> ProgressReport {
+        ProgressReport {
+            phase: self.phase_name().to_string(),
+            listed: self.listed.load(Ordering::Relaxed),
+            stale: self.stale.load(Ordering::Relaxed),
+            deleted: self.deleted.load(Ordering::Relaxed),
         }
     }
 }
@@ -75,16 +97,19 @@ pub enum FullReason {
     Cost,
 }
 
+/// What one pass did. Counts are u32: they count table entries (or pairs of them), and a
+/// table holds at most `nf_conntrack_max` entries, a u32 in the kernel.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "ConntrackCleanReport"))]
 pub struct CleanReport {
     /// Entries the kernel returned for the (UDP-filtered) dumps of the pass.
-    pub listed: u64,
+    pub listed: u32,
     /// Entries selected as stale.
-    pub stale: u64,
+    pub stale: u32,
     /// Upstream's count: deleted now or already gone (ENOENT).
-    pub deleted: u64,
-    pub not_found: u64,
-    pub failed: u64,
+    pub deleted: u32,
+    pub not_found: u32,
+    pub failed: u32,
     /// The dump was still interrupted after the last attempt.
     pub partial: bool,
     pub attempts: u32,
@@ -94,9 +119,17 @@ pub struct CleanReport {
     /// Set when `path` is `Full`.
     pub full_reason: Option<FullReason>,
     /// The estimates the choice compared, when it was a cost decision.
+    // Named for the typings: `Estimate` is declared after this module is read.
+    #[cfg_attr(feature = "napi", napi(ts_type = "ConntrackCleanEstimate"))]
     pub estimate: Option<Estimate>,
     /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
-    pub pairs: u64,
+    pub pairs: u32,
+}
+
+/// `n` as a count of table entries (see [`CleanReport`]): at most `nf_conntrack_max`, so it
+/// saturates rather than wraps should more ever be handed over.
+pub(crate) fn entry_count(n: impl TryInto<u32>) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -227,10 +260,10 @@ fn full_pass(
     )?;
     // What the next cost decision compares against (one small request).
     if let Ok(table) = ct.table_count() {
-        let entries = table + rep.deleted;
+        let entries = table + u64::from(rep.deleted);
         let cost = &mut ct.stale.family(family).cost;
         cost.record_full(start.elapsed().as_secs_f64(), entries);
-        cost.record_dump(dump_seconds, entries, rep.listed);
+        cost.record_dump(dump_seconds, entries, rep.listed.into());
     }
     Ok(rep)
 }
@@ -290,7 +323,7 @@ fn dump_and_delete(
     progress.phase.store(PHASE_LISTING, Ordering::Relaxed);
     let start = Instant::now();
     let mut stale: Vec<Flow> = Vec::new();
-    let mut seen = 0u64;
+    let mut seen = 0u32;
     let stats = ct.dump(family, filter, |ev| match ev {
         DumpEvent::Attempt(_) => {
             stale.clear();
@@ -314,26 +347,26 @@ fn dump_and_delete(
             return Err(e);
         }
     };
-    rep.listed += stats.received;
+    rep.listed += entry_count(stats.received);
     rep.partial |= stats.partial;
     rep.attempts = rep.attempts.max(stats.attempts);
-    rep.stale += stale.len() as u64;
+    rep.stale += entry_count(stale.len());
     progress.listed.store(seen, Ordering::Relaxed);
     progress.stale.store(rep.stale, Ordering::Relaxed);
     if !stale.is_empty() && !dry_run {
         progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
         match ct.delete(family, &stale) {
             Ok(d) => {
-                rep.deleted += d.deleted();
-                rep.not_found += d.not_found;
-                rep.failed += d.failed;
+                rep.deleted += entry_count(d.deleted());
+                rep.not_found += entry_count(d.not_found);
+                rep.failed += entry_count(d.failed);
                 if rep.first_error.is_none() {
                     rep.first_error = d.first_error;
                 }
             }
             Err(e) => {
                 // A socket-level failure: nothing more is known about the batch.
-                rep.failed += stale.len() as u64;
+                rep.failed += entry_count(stale.len());
                 rep.first_error.get_or_insert_with(|| e.to_string());
             }
         }
@@ -359,5 +392,27 @@ mod tests {
             p.phase.store(phase, Ordering::Relaxed);
             assert_eq!(p.phase_name(), name);
         }
+    }
+
+    #[test]
+    fn report_reads_phase_and_counts() {
+        let p = Progress::default();
+        p.phase.store(PHASE_DELETING, Ordering::Relaxed);
+        p.listed.store(7, Ordering::Relaxed);
+        p.stale.store(4, Ordering::Relaxed);
+        p.deleted.store(3, Ordering::Relaxed);
+        let want = ProgressReport {
+            phase: "deleting".to_string(),
+            listed: 7,
+            stale: 4,
+            deleted: 3,
+        };
+        assert_eq!(p.report(), want);
+    }
+
+    #[test]
+    fn entry_counts_saturate() {
+        assert_eq!(entry_count(5usize), 5);
+        assert_eq!(entry_count(u64::from(u32::MAX) + 1), u32::MAX);
     }
 }

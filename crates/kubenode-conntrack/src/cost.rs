@@ -5,6 +5,9 @@
 //! by itself) and scaled to the current table size. Until a flush has run, the walk is
 //! estimated from the full pass's dump, so no request walks the table only to measure it.
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
+
 /// Seconds per table entry of one walk and of one full pass, as last measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CostModel {
@@ -28,6 +31,7 @@ pub const FILL_PER_ENTRY_IN_WALKS: f64 = 6.0;
 
 /// The two estimates a decision compared, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "ConntrackCleanEstimate"))]
 pub struct Estimate {
     pub targeted_seconds: f64,
     pub full_seconds: f64,

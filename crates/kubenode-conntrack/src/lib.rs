@@ -24,8 +24,8 @@ mod validate;
 
 pub use attr::{Attrs, MsgBuf, Msgs};
 pub use clean::{
-    clean_stale, CleanOptions, CleanPath, CleanReport, FullReason, Progress, PHASE_DELETING,
-    PHASE_IDLE, PHASE_LISTING,
+    clean_stale, CleanOptions, CleanPath, CleanReport, FullReason, Progress, ProgressReport,
+    PHASE_DELETING, PHASE_IDLE, PHASE_LISTING,
 };
 pub use conntrack::{BatchReport, Conntrack, DumpEvent, DumpStats, MAX_DUMP_ATTEMPTS};
 pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};

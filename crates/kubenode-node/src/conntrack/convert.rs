@@ -5,11 +5,10 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use kubenode_conntrack::{
-    parse_ip, protocol_number, CleanReport, DumpFilter, EndpointEntry, Error as CtError,
-    ErrorKind as CoreKind, Flow, Progress, ServiceEntry, Tuple,
+    parse_ip, protocol_number, DumpFilter, EndpointEntry, Error as CtError, ErrorKind as CoreKind,
+    Flow, ServiceEntry, Tuple,
 };
 use napi::bindgen_prelude::Either;
-use std::sync::atomic::Ordering;
 
 use super::types::*;
 use crate::convert;
@@ -140,33 +139,4 @@ pub fn endpoints_in(
         eps.insert(name.clone(), each(list, endpoint)?);
     }
     Ok(eps)
-}
-
-pub fn progress_out(p: &Progress) -> ConntrackProgress {
-    ConntrackProgress {
-        phase: p.phase_name().to_string(),
-        listed: p.listed.load(Ordering::Relaxed) as f64,
-        stale: p.stale.load(Ordering::Relaxed) as f64,
-        deleted: p.deleted.load(Ordering::Relaxed) as f64,
-    }
-}
-
-pub fn clean_out(r: CleanReport, error: Option<NativeError>) -> ConntrackCleanOutcome {
-    ConntrackCleanOutcome {
-        listed: r.listed as f64,
-        stale: r.stale as f64,
-        deleted: r.deleted as f64,
-        not_found: r.not_found as f64,
-        failed: r.failed as f64,
-        partial: r.partial,
-        attempts: r.attempts,
-        seconds: r.seconds,
-        first_error: r.first_error,
-        path: r.path,
-        full_reason: r.full_reason,
-        targeted_estimate: r.estimate.map(|e| e.targeted_seconds),
-        full_estimate: r.estimate.map(|e| e.full_seconds),
-        pairs: r.pairs as f64,
-        error,
-    }
 }

@@ -8,7 +8,6 @@ use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Progress};
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 
-use super::convert::progress_out;
 use super::tasks::{Batch, Clean, Job, List, OpenTask, Queued};
 use super::types::*;
 use crate::errors::NativeError;
@@ -109,7 +108,7 @@ impl JsConntrack {
     /// Progress of the running clean pass (readable while it runs).
     #[napi]
     pub fn progress(&self) -> ConntrackProgress {
-        progress_out(&self.progress)
+        self.progress.report()
     }
 
     /// Test hook: faults to inject into the next operations. Never waits for a running task

@@ -12,9 +12,7 @@ use kubenode_conntrack::{
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{Env, Task};
 
-use super::convert::{
-    clean_out, each, endpoints_in, filter_in, flow_in, flow_out, service_in, to_js,
-};
+use super::convert::{each, endpoints_in, filter_in, flow_in, flow_out, service_in, to_js};
 use super::handle::JsConntrack;
 use super::types::*;
 use crate::errors::{NativeError, Result};
@@ -22,17 +20,16 @@ use crate::errors::{NativeError, Result};
 type Outcome<T> = std::result::Result<T, CtError>;
 
 /// A queued call on an open handle: `run` converts its own arguments and does its work off the
-/// JS thread; `outcome` builds the JS outcome from the report and the failure, if any.
+/// JS thread; `outcome` builds the JS outcome from the report or the failure.
 pub trait Job: Send {
-    type Report: Default + Send + 'static;
+    type Report: Send + 'static;
     type Outcome: ToNapiValue + TypeName;
     fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<Self::Report>;
-    fn outcome(&self, report: Self::Report, error: Option<NativeError>) -> Self::Outcome;
+    fn outcome(&self, report: Option<Self::Report>, error: Option<NativeError>) -> Self::Outcome;
 }
 
 /// The one `Task` of every [`Job`]: the family is checked first, then the job runs on the
-/// handle. A failed call reports the empty report (zero counts) with its `error`, so each
-/// outcome is built by one conversion whichever way the call went.
+/// handle. The outcome carries the report, or the failure as its `error`.
 pub struct Queued<J> {
     pub(super) ct: Arc<ConntrackHandle>,
     pub(super) family: String,
@@ -50,8 +47,8 @@ impl<J: Job> Task for Queued<J> {
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         Ok(match output {
-            Ok(r) => self.job.outcome(r, None),
-            Err(e) => self.job.outcome(J::Report::default(), Some(e)),
+            Ok(r) => self.job.outcome(Some(r), None),
+            Err(e) => self.job.outcome(None, Some(e)),
         })
     }
 }
@@ -101,7 +98,9 @@ impl Job for List {
         ct.with(|c| c.list(family, &filter)).map_err(to_js)
     }
 
-    fn outcome(&self, (flows, s): Self::Report, error: Option<NativeError>) -> Self::Outcome {
+    fn outcome(&self, report: Option<Self::Report>, error: Option<NativeError>) -> Self::Outcome {
+        // A failed list reports no flows.
+        let (flows, s) = report.unwrap_or_default();
         ConntrackListOutcome {
             flows: flows.iter().map(flow_out).collect(),
             partial: s.partial,
@@ -131,14 +130,14 @@ impl Job for Batch {
         ct.with(|c| op(c, family, &flows)).map_err(to_js)
     }
 
-    fn outcome(&self, r: BatchReport, error: Option<NativeError>) -> Self::Outcome {
+    fn outcome(&self, report: Option<BatchReport>, error: Option<NativeError>) -> Self::Outcome {
+        // A batch that failed as a whole reports what it was asked to do, and nothing done.
+        let r = report.unwrap_or_else(|| BatchReport {
+            requested: self.flows.len() as u64,
+            ..Default::default()
+        });
         ConntrackBatchOutcome {
-            // A batch that failed as a whole reports what it was asked to do.
-            requested: if error.is_some() {
-                self.flows.len() as f64
-            } else {
-                r.requested as f64
-            },
+            requested: r.requested as f64,
             ok: r.ok as f64,
             not_found: r.not_found as f64,
             failed: r.failed as f64,
@@ -170,7 +169,7 @@ impl Job for Clean {
             .map_err(to_js)
     }
 
-    fn outcome(&self, r: CleanReport, error: Option<NativeError>) -> Self::Outcome {
-        clean_out(r, error)
+    fn outcome(&self, report: Option<CleanReport>, error: Option<NativeError>) -> Self::Outcome {
+        ConntrackCleanOutcome { report, error }
     }
 }

@@ -5,9 +5,11 @@ use napi_derive::napi;
 
 use crate::errors::NativeError;
 
-// The core's enums are the JS string enums (its `napi` feature); imported under their JS names
-// so the generated typings refer to them by those names.
-pub use kubenode_conntrack::{CleanPath as ConntrackCleanPath, FullReason as ConntrackFullReason};
+// The core's reports are the JS shapes (its `napi` feature); imported under their JS names so
+// the generated typings refer to them by those names.
+pub use kubenode_conntrack::{
+    CleanReport as ConntrackCleanReport, ProgressReport as ConntrackProgress,
+};
 
 #[napi(object)]
 pub struct ConntrackTuple {
@@ -76,34 +78,11 @@ pub struct ConntrackBatchOutcome {
     pub error: Option<NativeError>,
 }
 
-#[napi(object)]
+/// The core's report of a cleanup pass, or why it failed.
+#[napi(object, object_from_js = false)]
 pub struct ConntrackCleanOutcome {
-    pub listed: f64,
-    pub stale: f64,
-    pub deleted: f64,
-    pub not_found: f64,
-    pub failed: f64,
-    pub partial: bool,
-    pub attempts: u32,
-    pub seconds: f64,
-    pub first_error: Option<String>,
-    pub path: ConntrackCleanPath,
-    pub full_reason: Option<ConntrackFullReason>,
-    /// The estimates a cost decision compared, in seconds.
-    pub targeted_estimate: Option<f64>,
-    pub full_estimate: Option<f64>,
-    /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
-    pub pairs: f64,
+    pub report: Option<ConntrackCleanReport>,
     pub error: Option<NativeError>,
-}
-
-#[napi(object)]
-pub struct ConntrackProgress {
-    /// "idle", "listing" or "deleting".
-    pub phase: String,
-    pub listed: f64,
-    pub stale: f64,
-    pub deleted: f64,
 }
 
 #[napi(object)]
