@@ -70,18 +70,13 @@ pub struct JsSysctlPolicy {
 
 #[napi]
 impl JsSysctlPolicy {
-    /// Compiles the entries; errors name the first bad one (`<path>[i]…`, `entries[i]…` by
-    /// default).
+    /// Compiles the entries; errors name the first bad one by the caller's `path` to the list
+    /// (`<path>[i]…`).
     #[napi(constructor)]
-    pub fn new(
-        env: Env,
-        entries: Vec<SysctlPolicyEntryInput>,
-        path: Option<String>,
-    ) -> napi::Result<Self> {
+    pub fn new(env: Env, entries: Vec<SysctlPolicyEntryInput>, path: String) -> napi::Result<Self> {
         throwing(&env, || {
-            let path = path.as_deref().unwrap_or("entries");
             let inner =
-                SysctlPolicy::new_at(&entries, path).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+                SysctlPolicy::new_at(&entries, &path).map_err(|e| err(ErrorCode::InvalidArg, e))?;
             Ok(Self { inner })
         })
     }
