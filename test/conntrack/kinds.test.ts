@@ -59,7 +59,8 @@ describe('failures are classified by kind, never by message text', () => {
       const zero = await h.cleanStale('IPv4', [{ ...svc, port: 0 }], {}, true);
       expect(zero.error).toMatchObject({ code: 'ERR_KUBENODE_OUT_OF_RANGE', kind: 'out-of-range' });
       h.close();
-      expect(h.injectFaults({})).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
+      expect(h.injectFault('dumpIntr', 0)).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
+      expect(h.pinCostChoice(null)).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
       expect((await h.list('IPv4')).error).toMatchObject({ kind: 'closed' });
     } finally {
       h.close();

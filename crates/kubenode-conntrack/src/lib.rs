@@ -31,7 +31,7 @@ pub use conntrack::{BatchReport, Conntrack, DumpEvent, DumpStats, MAX_DUMP_ATTEM
 pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
-pub use fault::Faults;
+pub use fault::{Fault, Faults};
 pub use flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
     Flow, Tuple,

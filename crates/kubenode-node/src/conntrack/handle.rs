@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Progress};
+use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Faults, Progress};
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 
@@ -24,6 +24,18 @@ impl JsConntrack {
             inner: Arc::new(ConntrackHandle::new(core)),
             progress: Arc::new(Progress::default()),
         }
+    }
+
+    /// Changes the test hooks' faults. Never waits for a running task (that would block the JS
+    /// thread for a whole dump): reports `busy` instead.
+    fn with_faults(&self, change: impl FnOnce(&mut Faults)) -> Option<NativeError> {
+        self.inner
+            .try_with(|c| {
+                change(c.faults_mut());
+                Ok(())
+            })
+            .err()
+            .map(|e| (&e).into())
     }
 
     /// Queues `job` on this handle for `family`.
@@ -111,23 +123,19 @@ impl JsConntrack {
         self.progress.report()
     }
 
-    /// Test hook: faults to inject into the next operations. Never waits for a running task
-    /// (that would block the JS thread for a whole dump): reports `busy` instead. Returns the
-    /// failure, if any, like a task outcome's `error`.
+    /// Test hook: the next `count` faults of `kind` (0 disarms it). Never waits for a running
+    /// task: reports `busy`. Returns the failure, if any, like a task outcome's `error`.
+    // The kinds as their string values: the declared enum has no runtime object to name them.
+    #[napi(ts_args_type = "kind: `${ConntrackFault}`, count: number")]
+    pub fn inject_fault(&self, kind: ConntrackFault, count: u32) -> Option<NativeError> {
+        self.with_faults(|f| f.set(kind, count))
+    }
+
+    /// Test hook: pins the cleanup's targeted-vs-full choice (`true`: targeted whenever the
+    /// handle may); none leaves it to the measured costs. Returns the failure like `injectFault`.
     #[napi]
-    pub fn inject_faults(&self, faults: ConntrackFaults) -> Option<NativeError> {
-        self.inner
-            .try_with(|c| {
-                let f = c.faults_mut();
-                f.recv_eintr = faults.recv_eintr.unwrap_or(0);
-                f.recv_enobufs = faults.recv_enobufs.unwrap_or(0);
-                f.dump_intr = faults.dump_intr.unwrap_or(0);
-                f.trunc = faults.trunc.unwrap_or(0);
-                f.cost_choice = faults.prefer_targeted;
-                Ok(())
-            })
-            .err()
-            .map(|e| (&e).into())
+    pub fn pin_cost_choice(&self, prefer_targeted: Option<bool>) -> Option<NativeError> {
+        self.with_faults(|f| f.cost_choice = prefer_targeted)
     }
 
     /// Closes the socket; later calls fail. Returns at once: a running task closes the socket

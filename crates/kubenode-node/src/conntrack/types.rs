@@ -8,7 +8,8 @@ use crate::errors::NativeError;
 // The core's reports are the JS shapes (its `napi` feature); imported under their JS names so
 // the generated typings refer to them by those names.
 pub use kubenode_conntrack::{
-    CleanReport as ConntrackCleanReport, ProgressReport as ConntrackProgress,
+    CleanReport as ConntrackCleanReport, Fault as ConntrackFault,
+    ProgressReport as ConntrackProgress,
 };
 
 #[napi(object)]
@@ -83,16 +84,6 @@ pub struct ConntrackBatchOutcome {
 pub struct ConntrackCleanOutcome {
     pub report: Option<ConntrackCleanReport>,
     pub error: Option<NativeError>,
-}
-
-#[napi(object)]
-pub struct ConntrackFaults {
-    pub recv_eintr: Option<u32>,
-    pub recv_enobufs: Option<u32>,
-    pub dump_intr: Option<u32>,
-    pub trunc: Option<u32>,
-    /// Pins the cleanup's targeted-vs-full choice (tests).
-    pub prefer_targeted: Option<bool>,
 }
 
 #[napi(object, object_from_js = false)]
