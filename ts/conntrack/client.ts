@@ -1,9 +1,9 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
-import type { Conntrack as NativeConntrack } from '../binding.js';
+import type { ConntrackBatchReport, Conntrack as NativeConntrack } from '../binding.js';
 import { assertString, describe, KubenodeError, KubenodeTypeError, outcomeOrThrow } from '../errors.js';
 import { native } from '../native.js';
-import { ConntrackClosedError, conntrackError } from './errors.js';
+import { ConntrackClosedError, conntrackError, reportOf } from './errors.js';
 import { assertNumber, type IPFamily } from './tables.js';
 
 /** One direction of a flow. */
@@ -130,7 +130,7 @@ export async function flowBatch(
   op: 'delete' | 'create',
   family: IPFamily,
   flows: Flow[],
-): Promise<Awaited<ReturnType<NativeConntrack['delete']>>> {
+): Promise<ConntrackBatchReport> {
   assertString('family', family);
   if (!Array.isArray(flows)) throw new KubenodeTypeError(`flows must be an array, got ${describe(flows)}`);
   const nf = flows.map((f, i) => toNativeFlow(f, i));
@@ -140,7 +140,7 @@ export async function flowBatch(
   } catch (e) {
     throw conntrackError(e);
   }
-  return outcomeOrThrow(await task);
+  return reportOf(await task);
 }
 
 /**

@@ -357,9 +357,9 @@ fn dump_and_delete(
         progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
         match ct.delete(family, &stale) {
             Ok(d) => {
-                rep.deleted += entry_count(d.deleted());
-                rep.not_found += entry_count(d.not_found);
-                rep.failed += entry_count(d.failed);
+                rep.deleted += d.deleted();
+                rep.not_found += d.not_found;
+                rep.failed += d.failed;
                 if rep.first_error.is_none() {
                     rep.first_error = d.first_error;
                 }

@@ -3,7 +3,11 @@
 
 use std::io;
 
+#[cfg(feature = "napi")]
+use napi_derive::napi;
+
 use crate::attr::{parse_ack, MsgBuf, Msgs};
+use crate::clean::entry_count;
 use crate::consts::*;
 use crate::error::{from_dump_errno, from_errno, from_io, Error, Result};
 use crate::fault::Faults;
@@ -40,26 +44,31 @@ pub struct DumpStats {
 }
 
 /// Outcome of a batch of per-entry requests (deletes or creates). A failure of one entry never
-/// stops the others.
+/// stops the others. Counts are u32 and saturate: each is bounded by the request's own length,
+/// and a batch names table entries, at most `nf_conntrack_max` (a u32 in the kernel).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "napi",
+    napi(object, object_from_js = false, js_name = "ConntrackBatchReport")
+)]
 pub struct BatchReport {
-    pub requested: u64,
+    pub requested: u32,
     /// Accepted by the kernel.
-    pub ok: u64,
+    pub ok: u32,
     /// ENOENT: already gone (for deletes, upstream counts these as deleted).
-    pub not_found: u64,
+    pub not_found: u32,
     /// Any other error.
-    pub failed: u64,
+    pub failed: u32,
     /// Requests re-sent because their acks were dropped (ENOBUFS).
-    pub resent: u64,
-    pub sendmsgs: u64,
+    pub resent: u32,
+    pub sendmsgs: u32,
     pub first_error: Option<String>,
 }
 
 impl BatchReport {
     /// kube-proxy's count: deleted plus already gone.
-    pub fn deleted(&self) -> u64 {
-        self.ok + self.not_found
+    pub fn deleted(&self) -> u32 {
+        self.ok.saturating_add(self.not_found)
     }
 }
 
@@ -358,7 +367,7 @@ impl Conntrack {
         E: Fn(&mut MsgBuf, usize, u32) -> Result<()>,
     {
         let mut rep = BatchReport {
-            requested: n as u64,
+            requested: entry_count(n),
             ..Default::default()
         };
         let limit = self.sock.send_limit();
@@ -403,14 +412,14 @@ impl Conntrack {
                     });
                     break;
                 }
-                rep.resent += items.len() as u64;
+                rep.resent = rep.resent.saturating_add(entry_count(items.len()));
             }
         }
         for s in status {
             match s {
-                0 | PENDING => rep.ok += 1,
-                libc::ENOENT => rep.not_found += 1,
-                _ => rep.failed += 1,
+                0 | PENDING => rep.ok = rep.ok.saturating_add(1),
+                libc::ENOENT => rep.not_found = rep.not_found.saturating_add(1),
+                _ => rep.failed = rep.failed.saturating_add(1),
             }
         }
         Ok(rep)
@@ -474,7 +483,7 @@ impl Conntrack {
     ) -> Result<bool> {
         const OP: &str = "conntrack batch";
         self.sock.send(&self.out.buf)?;
-        rep.sendmsgs += 1;
+        rep.sendmsgs = rep.sendmsgs.saturating_add(1);
         let mut lost = false;
         let mut got_last = false;
         while !got_last {

@@ -9,7 +9,7 @@ use kubenode_conntrack::{Conntrack, DumpFilter, Family, FlushFilter, FlushSuppor
 
 fn fill(ct: &mut Conntrack, n: u32) {
     let r = ct.create(Family::V4, &dns_flows(n)).unwrap();
-    assert_eq!(r.ok, u64::from(n), "{r:?}");
+    assert_eq!(r.ok, n, "{r:?}");
 }
 
 /// A flush no entry matches: exactly one walk of the table.

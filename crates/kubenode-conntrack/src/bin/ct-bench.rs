@@ -88,8 +88,8 @@ fn main() -> ExitCode {
                 }
                 match ct.create(Family::V4, &chunk) {
                     Ok(r) => {
-                        created += r.ok;
-                        failed += r.failed + r.not_found;
+                        created += u64::from(r.ok);
+                        failed += u64::from(r.failed) + u64::from(r.not_found);
                     }
                     Err(err) => {
                         eprintln!("ct-bench: {err}");

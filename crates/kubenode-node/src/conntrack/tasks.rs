@@ -131,19 +131,7 @@ impl Job for Batch {
     }
 
     fn outcome(&self, report: Option<BatchReport>, error: Option<NativeError>) -> Self::Outcome {
-        // A batch that failed as a whole reports what it was asked to do, and nothing done.
-        let r = report.unwrap_or_else(|| BatchReport {
-            requested: self.flows.len() as u64,
-            ..Default::default()
-        });
-        ConntrackBatchOutcome {
-            requested: r.requested as f64,
-            ok: r.ok as f64,
-            not_found: r.not_found as f64,
-            failed: r.failed as f64,
-            first_error: r.first_error,
-            error,
-        }
+        ConntrackBatchOutcome { report, error }
     }
 }
 

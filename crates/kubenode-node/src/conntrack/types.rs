@@ -8,8 +8,8 @@ use crate::errors::NativeError;
 // The core's reports are the JS shapes (its `napi` feature); imported under their JS names so
 // the generated typings refer to them by those names.
 pub use kubenode_conntrack::{
-    CleanReport as ConntrackCleanReport, Fault as ConntrackFault,
-    ProgressReport as ConntrackProgress,
+    BatchReport as ConntrackBatchReport, CleanReport as ConntrackCleanReport,
+    Fault as ConntrackFault, ProgressReport as ConntrackProgress,
 };
 
 #[napi(object)]
@@ -67,15 +67,10 @@ pub struct ConntrackListOutcome {
     pub error: Option<NativeError>,
 }
 
-#[napi(object)]
+/// The core's report of a batch of deletes or creates, or why the batch failed as a whole.
+#[napi(object, object_from_js = false)]
 pub struct ConntrackBatchOutcome {
-    pub requested: f64,
-    /// Deleted or created now.
-    pub ok: f64,
-    /// ENOENT: already gone.
-    pub not_found: f64,
-    pub failed: f64,
-    pub first_error: Option<String>,
+    pub report: Option<ConntrackBatchReport>,
     pub error: Option<NativeError>,
 }
 
