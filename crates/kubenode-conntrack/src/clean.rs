@@ -299,7 +299,7 @@ fn targeted_pass(
                 &mut rep,
             )?;
             ct.stale.family(family).cost.record_walk(walk, table);
-            rep.pairs += 1;
+            rep.pairs = rep.pairs.saturating_add(1);
         }
     }
     for filter in &diff.frontends {
@@ -330,7 +330,7 @@ fn dump_and_delete(
             seen = 0;
         }
         DumpEvent::Flow(f) => {
-            seen += 1;
+            seen = seen.saturating_add(1);
             if seen.is_multiple_of(4096) {
                 progress.listed.store(seen, Ordering::Relaxed);
             }
@@ -347,26 +347,26 @@ fn dump_and_delete(
             return Err(e);
         }
     };
-    rep.listed += entry_count(stats.received);
+    rep.listed = rep.listed.saturating_add(entry_count(stats.received));
     rep.partial |= stats.partial;
     rep.attempts = rep.attempts.max(stats.attempts);
-    rep.stale += entry_count(stale.len());
+    rep.stale = rep.stale.saturating_add(entry_count(stale.len()));
     progress.listed.store(seen, Ordering::Relaxed);
     progress.stale.store(rep.stale, Ordering::Relaxed);
     if !stale.is_empty() && !dry_run {
         progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
         match ct.delete(family, &stale) {
             Ok(d) => {
-                rep.deleted += d.deleted();
-                rep.not_found += d.not_found;
-                rep.failed += d.failed;
+                rep.deleted = rep.deleted.saturating_add(d.deleted());
+                rep.not_found = rep.not_found.saturating_add(d.not_found);
+                rep.failed = rep.failed.saturating_add(d.failed);
                 if rep.first_error.is_none() {
                     rep.first_error = d.first_error;
                 }
             }
             Err(e) => {
                 // A socket-level failure: nothing more is known about the batch.
-                rep.failed += entry_count(stale.len());
+                rep.failed = rep.failed.saturating_add(entry_count(stale.len()));
                 rep.first_error.get_or_insert_with(|| e.to_string());
             }
         }
