@@ -85,8 +85,8 @@ describe('Conntrack.open', () => {
     expect(pending).toBeInstanceOf(Promise);
     const o = await pending;
     expect(o.error ?? null).toBeNull();
-    expect(o.handle).toBeInstanceOf(native.Conntrack);
-    (o.handle as InstanceType<typeof native.Conntrack>).close();
+    expect(o.value).toBeInstanceOf(native.Conntrack);
+    (o.value as InstanceType<typeof native.Conntrack>).close();
   });
 });
 

@@ -3,7 +3,7 @@
 // `fromNative` turns either into an instance of the classes below, picked from `code`, `kind`
 // and `scope` alone (never from message text), so callers can use `instanceof` as well as
 // `code`.
-import type { NativeError, ErrorScope as NativeScope } from './binding.js';
+import type { NativeError, ErrorScope as NativeScope, Outcome } from './binding.js';
 import {
   ConntrackClosedError,
   ConntrackFamilyError,
@@ -143,6 +143,13 @@ export function fromNative(e: unknown, scope?: ErrorScope): unknown {
 export function outcomeOrThrow<T extends { error?: NativeError | null }>(o: T, scope?: ErrorScope): T {
   if (o.error) throw fromNative(o.error, scope);
   return o;
+}
+
+/** The value a task's `Outcome` carries, or its `error` thrown as a typed error. */
+export function outcomeValue<T>(o: Outcome<T>, scope?: ErrorScope): T {
+  if (o.error) throw fromNative(o.error, scope);
+  if (o.value === undefined) throw new KubenodeError('ERR_KUBENODE_INTERNAL', 'the outcome carries no value');
+  return o.value;
 }
 
 /** Runs `fn`, rethrowing binding errors as typed errors. */

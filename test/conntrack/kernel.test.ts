@@ -322,7 +322,7 @@ describe('conntrack errors outside the happy path', () => {
   it('no CAP_NET_ADMIN gives a permission error', () => {
     const bin = new URL('../../prebuilds/linux-x64/kubenode.glibc.node', import.meta.url).pathname;
     const script = `const b = require(${JSON.stringify(bin)});
-      b.Conntrack.open().then((h) => h.handle.list('IPv4')).then((o) => console.log(JSON.stringify(o.error ?? null)));`;
+      b.Conntrack.open().then((h) => h.value.list('IPv4')).then((o) => console.log(JSON.stringify(o.error ?? null)));`;
     const r = spawnSync(
       'setpriv',
       ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', process.execPath, '-e', script],

@@ -35,7 +35,7 @@ describe('failures are classified by kind, never by message text', () => {
 
   it('the binding reports kinds in task outcomes', async () => {
     const o = await native.Conntrack.open();
-    const h = o.handle;
+    const h = o.value;
     if (!h) throw new Error(o.error?.message);
     try {
       const flow = {
@@ -83,7 +83,7 @@ describe('failures are classified by kind, never by message text', () => {
 describe('a bad argument to a queued call takes the path of every other failure', () => {
   it("is the outcome's error, never a synchronous throw", async () => {
     const o = await native.Conntrack.open();
-    const h = o.handle;
+    const h = o.value;
     if (!h) throw new Error(o.error?.message);
     try {
       // Each call hands back its promise: converting the arguments is part of the task.

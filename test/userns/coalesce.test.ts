@@ -65,7 +65,9 @@ describe('coalesced per-pod calls', () => {
           calls.run(u, false).then((x) => {
             // Settled after its own durable write: the file is there with its range.
             files.push(
-              readFileSync(path.join(dir, u, 'userns'), 'utf8').includes(`"hostId":${x.uids[0]?.hostId}`),
+              readFileSync(path.join(dir, u, 'userns'), 'utf8').includes(
+                `"hostId":${x.namespace?.uidMappings[0]?.hostId}`,
+              ),
             );
             return x;
           }),
@@ -74,13 +76,15 @@ describe('coalesced per-pod calls', () => {
       expect(seen).toEqual({ submits: 1, calls: 110 });
       expect(outcomes.filter((x) => x.error)).toEqual([]);
       expect(files).toEqual(names.map(() => true));
-      expect(new Set(outcomes.map((x) => x.uids[0]?.hostId)).size).toBe(110);
+      expect(new Set(outcomes.map((x) => x.namespace?.uidMappings[0]?.hostId)).size).toBe(110);
       expect(calls.core.allocations()).toHaveLength(110);
       calls.core.close();
       // The same through the manager's public API (handler check and all).
       const m = await make(dir);
       const again = await Promise.all(names.map((u) => m.getOrCreateUserNamespaceMappings(pod(u))));
-      expect(again.map((x) => x?.uids[0]?.hostId)).toEqual(outcomes.map((x) => x.uids[0]?.hostId));
+      expect(again.map((x) => x?.uids[0]?.hostId)).toEqual(
+        outcomes.map((x) => x.namespace?.uidMappings[0]?.hostId),
+      );
     } finally {
       calls.core.close();
     }

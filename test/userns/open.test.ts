@@ -38,7 +38,7 @@ describe('UsernsCore.open', () => {
         const o = await calls.core.open(config(podsDir()), seed);
         expect(o.error ?? null).toBeNull();
         const outcomes = await Promise.all(['a', 'b', 'c'].map((u) => calls.run(u, false)));
-        return outcomes.map((x) => x.uids[0]?.hostId);
+        return outcomes.map((x) => x.namespace?.uidMappings[0]?.hostId);
       } finally {
         calls.core.close();
       }

@@ -2,9 +2,9 @@
 // handle's last successful pass) runs in Rust in one call; only the service/endpoint tables
 // cross the boundary, and Rust checks them and chooses the path.
 import { performance } from 'node:perf_hooks';
-import { assertString, describe, KubenodeTypeError } from '../errors.js';
+import { assertString, describe, KubenodeTypeError, outcomeValue } from '../errors.js';
 import { Conntrack, handleOf } from './client.js';
-import { conntrackError, reportOf } from './errors.js';
+import { conntrackError } from './errors.js';
 import type { ConntrackMetrics } from './metrics.js';
 import {
   type EndpointsTable,
@@ -124,7 +124,7 @@ export async function cleanStaleEntries(
   } catch (e) {
     throw conntrackError(e);
   }
-  const o = reportOf(await task);
+  const o = outcomeValue(await task, 'conntrack');
   const seconds = (performance.now() - start) / 1000;
   if (!options.dryRun) {
     const m = options.metrics;

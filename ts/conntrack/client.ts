@@ -1,9 +1,9 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
 import type { ConntrackBatchReport, Conntrack as NativeConntrack } from '../binding.js';
-import { assertString, describe, KubenodeError, KubenodeTypeError, outcomeOrThrow } from '../errors.js';
+import { assertString, describe, KubenodeTypeError, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
-import { ConntrackClosedError, conntrackError, reportOf } from './errors.js';
+import { ConntrackClosedError, conntrackError } from './errors.js';
 import { assertNumber, type IPFamily } from './tables.js';
 
 /** One direction of a flow. */
@@ -140,7 +140,7 @@ export async function flowBatch(
   } catch (e) {
     throw conntrackError(e);
   }
-  return reportOf(await task);
+  return outcomeValue(await task, 'conntrack');
 }
 
 /**
@@ -183,8 +183,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    if (!o.handle) throw conntrackError(o.error ?? new KubenodeError('ERR_KUBENODE_INTERNAL', 'no handle'));
-    return new Conntrack(o.handle);
+    return new Conntrack(outcomeValue(o, 'conntrack'));
   }
 
   /**
@@ -205,7 +204,7 @@ export class Conntrack {
     } catch (e) {
       throw conntrackError(e);
     }
-    const o = outcomeOrThrow(await task);
+    const o = outcomeValue(await task);
     return {
       flows: o.flows.map((f) => ({
         protocol: f.protocol,

@@ -9,7 +9,7 @@ import {
   fromNative,
   KubenodeError,
   KubenodeTypeError,
-  outcomeOrThrow,
+  outcomeValue,
 } from '../errors.js';
 import { native } from '../native.js';
 import type { SysctlNamespace } from './types.js';
@@ -90,7 +90,7 @@ export async function applySysctls(
   } catch (e) {
     throw fromNative(e);
   }
-  return outcomeOrThrow(outcome).applied;
+  return outcomeValue(outcome);
 }
 
 /**
@@ -144,7 +144,7 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
       assertString(`names[${i}]`, n);
     });
   }
-  const outcome = outcomeOrThrow(await awaitNative(native.sysctlProbe(names ? [...names] : undefined)));
+  const outcome = outcomeValue(await awaitNative(native.sysctlProbe(names ? [...names] : undefined)));
   const summary: Record<ProbeOutcome, number> = {
     isolated: 0,
     leaked: 0,
@@ -153,7 +153,7 @@ export async function probe(names?: readonly string[]): Promise<ProbeReport> {
     'not-namespaced': 0,
     error: 0,
   };
-  const results = outcome.results.map((r) => {
+  const results = outcome.map((r) => {
     const o: ProbeOutcome = r.outcome;
     summary[o]++;
     const out: ProbeResult = { name: r.name, namespace: r.namespace, outcome: o };

@@ -1,6 +1,6 @@
 // Read-only views of a pods directory and the kubelet's `userns` file format.
 import type { UsernsLayout as Layout } from '../binding.js';
-import { assertInteger, assertString, awaitNative, callNative, outcomeOrThrow } from '../errors.js';
+import { assertInteger, assertString, awaitNative, callNative, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 
 // The pool cut into slots: the binding's shape, documented where the binding declares it.
@@ -21,8 +21,8 @@ export interface ListedPod {
 /** Every pod with a `userns` file, sorted by UID, without locking or changing anything. */
 export async function listPods(podsDir: string): Promise<ListedPod[]> {
   assertString('podsDir', podsDir);
-  const o = outcomeOrThrow(await awaitNative(native.usernsList(podsDir)));
-  return o.pods.map((p) => ({
+  const pods = outcomeValue(await awaitNative(native.usernsList(podsDir)));
+  return pods.map((p) => ({
     pod: p.pod,
     hostId: p.hostId ?? null,
     length: p.length ?? null,

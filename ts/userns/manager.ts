@@ -96,6 +96,13 @@ function unsupportedHandler(handler: string, cause: unknown): UsernsError {
   return new UsernsError('ERR_KUBENODE_UNSUPPORTED', 'unsupported', msg, { cause });
 }
 
+/** A getOrCreate outcome's mappings as the API returns them. */
+function podMappings(o: UsernsOutcome): UserNamespace {
+  const ns = o.namespace;
+  if (!ns) throw new KubenodeError('ERR_KUBENODE_INTERNAL', 'the outcome carries no mappings');
+  return { mode: 'POD', uids: ns.uidMappings, gids: ns.gidMappings };
+}
+
 function podUidOf(pod: PodLike): string {
   const uid = pod.metadata?.uid;
   if (typeof uid !== 'string') {
@@ -264,7 +271,7 @@ export class UserNsManager {
     // the handler check has passed.
     const gate = this.#handlerGate(runtimeHandler);
     const o = outcomeOrThrow(await (this.#calls as PodCalls).run(pre.uid, false, gate));
-    return { mode: 'POD', uids: o.uids, gids: o.gids };
+    return podMappings(o);
   }
 
   /**
@@ -304,7 +311,7 @@ export class UserNsManager {
         ? { status: 'rejected', reason: new KubenodeError('ERR_KUBENODE_INTERNAL', 'missing outcome') }
         : o.error
           ? { status: 'rejected', reason: fromNative(o.error) }
-          : { status: 'fulfilled', value: { mode: 'POD', uids: o.uids, gids: o.gids } };
+          : { status: 'fulfilled', value: podMappings(o) };
     });
     return out;
   }

@@ -1,23 +1,18 @@
 // Kernel proof of a mapping: a process in a new user namespace with the pod's range, uid 0
 // inside checked against the host view.
-import type { UsernsVerifyOutcome, UsernsVerifyReport } from '../binding.js';
-import { assertInteger, assertString, awaitNative, fromNative, KubenodeError } from '../errors.js';
+import type { UsernsVerifyReport } from '../binding.js';
+import { assertInteger, assertString, awaitNative, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 
 /** What `verifyMapping`/`verifyRange` saw: the mapping the kernel reports for the new user namespace. */
 export type VerifyReport = UsernsVerifyReport;
-
-function reportOf(o: UsernsVerifyOutcome): VerifyReport {
-  if (o.report) return o.report;
-  throw fromNative(o.error ?? new KubenodeError('ERR_KUBENODE_INTERNAL', 'no report'));
-}
 
 /** Verifies `<podsDir>/<podUid>/userns` (read with upstream's checks). Needs root. */
 export async function verifyMapping(podsDir: string, podUid: string): Promise<VerifyReport> {
   assertString('podsDir', podsDir);
   assertString('podUid', podUid);
   const o = await awaitNative(native.usernsVerifyPod(podsDir, podUid));
-  return reportOf(o);
+  return outcomeValue(o);
 }
 
 /** Verifies a raw range `0 → hostId` of `length` IDs. Needs root. */
@@ -25,5 +20,5 @@ export async function verifyRange(hostId: number, length: number): Promise<Verif
   assertInteger('hostId', hostId, 0, 0xffffffff);
   assertInteger('length', length, 0, 0xffffffff);
   const o = await awaitNative(native.usernsVerifyMapping(hostId, length));
-  return reportOf(o);
+  return outcomeValue(o);
 }

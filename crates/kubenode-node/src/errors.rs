@@ -3,7 +3,7 @@
 //! `code`, `kind` and `scope` properties. `ts/errors.ts` (`fromNative`) picks the typed class
 //! from those fields alone. The string enums below are generated into `ts/binding.d.ts`.
 
-use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue};
+use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue, TypeName, ValueType};
 use napi::{check_status, sys, Env, Status};
 use napi_derive::napi;
 
@@ -209,6 +209,56 @@ impl NativeError {
 impl std::fmt::Display for NativeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// What every task resolves to: its value, its failure, or both for a partial result (what was
+/// applied before a failure). A task cannot reject with a custom error, so the failure travels as
+/// `error`. Declared once in the typings as `Outcome<T>` (napi's object derive has no generics).
+pub struct Outcome<T> {
+    pub value: Option<T>,
+    pub error: Option<NativeError>,
+}
+
+impl<T> Outcome<T> {
+    pub fn new(value: Option<T>, error: Option<NativeError>) -> Self {
+        Self { value, error }
+    }
+}
+
+impl<T, E> From<std::result::Result<T, E>> for Outcome<T>
+where
+    for<'a> NativeError: From<&'a E>,
+{
+    fn from(r: std::result::Result<T, E>) -> Self {
+        match r {
+            Ok(v) => Self::new(Some(v), None),
+            Err(e) => Self::new(None, Some((&e).into())),
+        }
+    }
+}
+
+impl<T: ToNapiValue> ToNapiValue for Outcome<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, o: Self) -> napi::Result<sys::napi_value> {
+        let mut obj = Object::new(&Env::from_raw(env))?;
+        if let Some(v) = o.value {
+            obj.set_named_property("value", v)?;
+        }
+        if let Some(e) = o.error {
+            obj.set_named_property("error", e)?;
+        }
+        // SAFETY: `obj` was created in this call's scope of `env`.
+        unsafe { ToNapiValue::to_napi_value(env, obj) }
+    }
+}
+
+impl<T> TypeName for Outcome<T> {
+    fn type_name() -> &'static str {
+        "Outcome"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Object
     }
 }
 

@@ -52,12 +52,12 @@ impl JsConntrack {
 impl JsConntrack {
     /// Opens a handle in this process's network namespace, or in the one at `netns`, off the
     /// JS thread (opening the namespace file and `setns` touch the filesystem and kernel).
-    #[napi(ts_return_type = "Promise<ConntrackOpenOutcome>")]
+    #[napi(ts_return_type = "Promise<Outcome<Conntrack>>")]
     pub fn open(netns: Option<String>) -> AsyncTask<OpenTask> {
         AsyncTask::new(OpenTask { netns })
     }
 
-    #[napi(ts_return_type = "Promise<ConntrackListOutcome>")]
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackListReport>>")]
     pub fn list(
         &self,
         family: String,
@@ -66,7 +66,7 @@ impl JsConntrack {
         self.queue(family, List { filter })
     }
 
-    #[napi(ts_return_type = "Promise<ConntrackBatchOutcome>")]
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackBatchReport>>")]
     pub fn delete(&self, family: String, flows: Vec<ConntrackFlow>) -> AsyncTask<Queued<Batch>> {
         self.queue(
             family,
@@ -78,7 +78,7 @@ impl JsConntrack {
     }
 
     /// Creates entries (for tests and benchmarks that fill a table).
-    #[napi(ts_return_type = "Promise<ConntrackBatchOutcome>")]
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackBatchReport>>")]
     pub fn create(&self, family: String, flows: Vec<ConntrackFlow>) -> AsyncTask<Queued<Batch>> {
         self.queue(
             family,
@@ -92,7 +92,7 @@ impl JsConntrack {
     /// One cleanup pass for `family`: full, or targeted at what changed since this handle's
     /// last successful pass (the core decides; `full` forces a full pass). The arguments and
     /// tables are checked in the task.
-    #[napi(ts_return_type = "Promise<ConntrackCleanOutcome>")]
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackCleanReport>>")]
     pub fn clean_stale(
         &self,
         family: String,

@@ -15,17 +15,17 @@ use napi::{Env, Task};
 use super::convert::{each, endpoints_in, filter_in, flow_in, flow_out, service_in, to_js};
 use super::handle::JsConntrack;
 use super::types::*;
-use crate::errors::{NativeError, Result};
+use crate::errors::{Outcome, Result};
 
-type Outcome<T> = std::result::Result<T, CtError>;
+type CoreResult<T> = std::result::Result<T, CtError>;
 
 /// A queued call on an open handle: `run` converts its own arguments and does its work off the
-/// JS thread; `outcome` builds the JS outcome from the report or the failure.
+/// JS thread; `value` turns its report into what JavaScript receives.
 pub trait Job: Send {
     type Report: Send + 'static;
-    type Outcome: ToNapiValue + TypeName;
+    type Value: ToNapiValue + TypeName;
     fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<Self::Report>;
-    fn outcome(&self, report: Option<Self::Report>, error: Option<NativeError>) -> Self::Outcome;
+    fn value(report: Self::Report) -> Self::Value;
 }
 
 /// The one `Task` of every [`Job`]: the family is checked first, then the job runs on the
@@ -38,7 +38,7 @@ pub struct Queued<J> {
 
 impl<J: Job> Task for Queued<J> {
     type Output = Result<J::Report>;
-    type JsValue = J::Outcome;
+    type JsValue = Outcome<J::Value>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         let family = parse_family(&self.family).map_err(to_js);
@@ -47,8 +47,8 @@ impl<J: Job> Task for Queued<J> {
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         Ok(match output {
-            Ok(r) => self.job.outcome(Some(r), None),
-            Err(e) => self.job.outcome(None, Some(e)),
+            Ok(r) => Outcome::new(Some(J::value(r)), None),
+            Err(e) => Outcome::new(None, Some(e)),
         })
     }
 }
@@ -58,8 +58,8 @@ pub struct OpenTask {
 }
 
 impl Task for OpenTask {
-    type Output = Outcome<Conntrack>;
-    type JsValue = ConntrackOpenOutcome;
+    type Output = CoreResult<Conntrack>;
+    type JsValue = Outcome<JsConntrack>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(match self.netns.as_deref() {
@@ -69,16 +69,7 @@ impl Task for OpenTask {
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(match output {
-            Ok(core) => ConntrackOpenOutcome {
-                handle: Some(JsConntrack::new(core)),
-                error: None,
-            },
-            Err(e) => ConntrackOpenOutcome {
-                handle: None,
-                error: Some((&e).into()),
-            },
-        })
+        Ok(output.map(JsConntrack::new).into())
     }
 }
 
@@ -89,7 +80,7 @@ pub struct List {
 
 impl Job for List {
     type Report = (Vec<Flow>, DumpStats);
-    type Outcome = ConntrackListOutcome;
+    type Value = ConntrackListReport;
 
     fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<Self::Report> {
         let filter = self.filter.take().map(filter_in).transpose()?;
@@ -98,20 +89,17 @@ impl Job for List {
         ct.with(|c| c.list(family, &filter)).map_err(to_js)
     }
 
-    fn outcome(&self, report: Option<Self::Report>, error: Option<NativeError>) -> Self::Outcome {
-        // A failed list reports no flows.
-        let (flows, s) = report.unwrap_or_default();
-        ConntrackListOutcome {
+    fn value((flows, s): Self::Report) -> ConntrackListReport {
+        ConntrackListReport {
             flows: flows.iter().map(flow_out).collect(),
             partial: s.partial,
             attempts: s.attempts,
-            error,
         }
     }
 }
 
 /// A core batch operation: `Conntrack::delete` or `Conntrack::create`.
-pub(super) type BatchOp = fn(&mut Conntrack, Family, &[Flow]) -> Outcome<BatchReport>;
+pub(super) type BatchOp = fn(&mut Conntrack, Family, &[Flow]) -> CoreResult<BatchReport>;
 
 /// `delete` and `create`: one batch of per-flow requests.
 pub struct Batch {
@@ -121,7 +109,7 @@ pub struct Batch {
 
 impl Job for Batch {
     type Report = BatchReport;
-    type Outcome = ConntrackBatchOutcome;
+    type Value = BatchReport;
 
     fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<BatchReport> {
         let (flows, op) = (each(&self.flows, flow_in)?, self.op);
@@ -130,8 +118,8 @@ impl Job for Batch {
         ct.with(|c| op(c, family, &flows)).map_err(to_js)
     }
 
-    fn outcome(&self, report: Option<BatchReport>, error: Option<NativeError>) -> Self::Outcome {
-        ConntrackBatchOutcome { report, error }
+    fn value(report: BatchReport) -> BatchReport {
+        report
     }
 }
 
@@ -145,7 +133,7 @@ pub struct Clean {
 
 impl Job for Clean {
     type Report = CleanReport;
-    type Outcome = ConntrackCleanOutcome;
+    type Value = CleanReport;
 
     fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<CleanReport> {
         let services = each(&self.services, service_in)?;
@@ -157,7 +145,7 @@ impl Job for Clean {
             .map_err(to_js)
     }
 
-    fn outcome(&self, report: Option<CleanReport>, error: Option<NativeError>) -> Self::Outcome {
-        ConntrackCleanOutcome { report, error }
+    fn value(report: CleanReport) -> CleanReport {
+        report
     }
 }

@@ -3,14 +3,9 @@
 use napi::bindgen_prelude::Either;
 use napi_derive::napi;
 
-use crate::errors::NativeError;
-
 // The core's reports are the JS shapes (its `napi` feature); imported under their JS names so
 // the generated typings refer to them by those names.
-pub use kubenode_conntrack::{
-    BatchReport as ConntrackBatchReport, CleanReport as ConntrackCleanReport,
-    Fault as ConntrackFault, ProgressReport as ConntrackProgress,
-};
+pub use kubenode_conntrack::{Fault as ConntrackFault, ProgressReport as ConntrackProgress};
 
 #[napi(object)]
 pub struct ConntrackTuple {
@@ -59,30 +54,10 @@ pub struct ConntrackListFilter {
     pub dst_port: Option<f64>,
 }
 
-#[napi(object)]
-pub struct ConntrackListOutcome {
+/// What a list found: the flows, and whether the dump was cut short (interrupted too often).
+#[napi(object, object_from_js = false)]
+pub struct ConntrackListReport {
     pub flows: Vec<ConntrackFlow>,
     pub partial: bool,
     pub attempts: u32,
-    pub error: Option<NativeError>,
-}
-
-/// The core's report of a batch of deletes or creates, or why the batch failed as a whole.
-#[napi(object, object_from_js = false)]
-pub struct ConntrackBatchOutcome {
-    pub report: Option<ConntrackBatchReport>,
-    pub error: Option<NativeError>,
-}
-
-/// The core's report of a cleanup pass, or why it failed.
-#[napi(object, object_from_js = false)]
-pub struct ConntrackCleanOutcome {
-    pub report: Option<ConntrackCleanReport>,
-    pub error: Option<NativeError>,
-}
-
-#[napi(object, object_from_js = false)]
-pub struct ConntrackOpenOutcome {
-    pub handle: Option<super::handle::JsConntrack>,
-    pub error: Option<NativeError>,
 }

@@ -97,16 +97,6 @@ pub fn field_errors(v: Vec<FieldError>) -> Vec<SysctlFieldError> {
         .collect()
 }
 
-/// A task's core result as an outcome's two fields: the items, or none and the error.
-pub fn task_outcome<T>(
-    output: std::result::Result<Vec<T>, ApplyError>,
-) -> (Vec<T>, Option<NativeError>) {
-    match output {
-        Ok(v) => (v, None),
-        Err(e) => (Vec::new(), Some((&e).into())),
-    }
-}
-
 impl From<&ApplyError> for NativeError {
     fn from(e: &ApplyError) -> Self {
         let code = match e {

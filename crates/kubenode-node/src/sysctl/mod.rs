@@ -129,7 +129,7 @@ pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<Sysc
 }
 
 /// Writes sysctls inside the target's namespaces off the JS thread.
-#[napi(ts_return_type = "Promise<SysctlApplyOutcome>")]
+#[napi(ts_return_type = "Promise<Outcome<Array<SysctlApplied>>>")]
 pub fn sysctl_apply(
     env: Env,
     target: SysctlTarget,
@@ -145,7 +145,7 @@ pub fn sysctl_apply(
 }
 
 /// Probes `names` (default: safe list, namespace tables, fs.mqueue.*) in throwaway namespaces.
-#[napi(ts_return_type = "Promise<SysctlProbeOutcome>")]
+#[napi(ts_return_type = "Promise<Outcome<Array<SysctlProbeResult>>>")]
 pub fn sysctl_probe(names: Option<Vec<String>>) -> AsyncTask<ProbeTask> {
     AsyncTask::new(ProbeTask {
         names: names.unwrap_or_else(default_probe_names),

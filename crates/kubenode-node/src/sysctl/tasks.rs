@@ -1,10 +1,9 @@
-//! The async tasks: each runs one core call on the thread pool and converts its result.
+//! The async tasks: each runs one core call on the thread pool and resolves to its outcome.
 
 use kubenode_sysctl::{apply_sysctls, probe, ApplyError, NsTarget};
 use napi::{Env, Task};
 
-use super::convert::task_outcome;
-use super::types::{SysctlApplyOutcome, SysctlProbeOutcome};
+use crate::errors::Outcome;
 
 pub struct ApplyTask {
     pub(super) target: NsTarget,
@@ -13,15 +12,14 @@ pub struct ApplyTask {
 
 impl Task for ApplyTask {
     type Output = std::result::Result<Vec<kubenode_sysctl::Applied>, ApplyError>;
-    type JsValue = SysctlApplyOutcome;
+    type JsValue = Outcome<Vec<kubenode_sysctl::Applied>>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(apply_sysctls(&self.target, &self.sysctls))
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        let (applied, error) = task_outcome(output);
-        Ok(SysctlApplyOutcome { applied, error })
+        Ok(output.into())
     }
 }
 
@@ -31,14 +29,13 @@ pub struct ProbeTask {
 
 impl Task for ProbeTask {
     type Output = std::result::Result<Vec<kubenode_sysctl::ProbeResult>, ApplyError>;
-    type JsValue = SysctlProbeOutcome;
+    type JsValue = Outcome<Vec<kubenode_sysctl::ProbeResult>>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
         Ok(probe(&self.names))
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        let (results, error) = task_outcome(output);
-        Ok(SysctlProbeOutcome { results, error })
+        Ok(output.into())
     }
 }

@@ -4,12 +4,9 @@ use std::ffi::OsStr;
 
 use kubenode_userns::{
     Allocation, Error as CoreError, ErrorKind as CoreKind, ListedPod, RestoreStats, UserNamespace,
-    VerifyReport,
 };
 
-use super::types::{
-    UsernsAllocation, UsernsListOutcome, UsernsListedPod, UsernsOutcome, UsernsVerifyOutcome,
-};
+use super::types::{UsernsAllocation, UsernsListedPod, UsernsOutcome};
 use crate::errors::native_error_from;
 
 type CoreResult<T> = std::result::Result<T, CoreError>;
@@ -39,8 +36,7 @@ impl Payload for () {
 impl Payload for UserNamespace {
     fn outcome(self) -> UsernsOutcome {
         UsernsOutcome {
-            uids: self.uid_mappings,
-            gids: self.gid_mappings,
+            namespace: Some(self),
             ..UsernsOutcome::default()
         }
     }
@@ -56,8 +52,9 @@ impl Payload for Option<UserNamespace> {
 impl Payload for RestoreStats {
     fn outcome(self) -> UsernsOutcome {
         UsernsOutcome {
-            restored: self.restored as u32,
-            stale_temp_files_removed: self.stale_temp_files_removed as u32,
+            restored: u32::try_from(self.restored).unwrap_or(u32::MAX),
+            stale_temp_files_removed: u32::try_from(self.stale_temp_files_removed)
+                .unwrap_or(u32::MAX),
             ..UsernsOutcome::default()
         }
     }
@@ -100,36 +97,6 @@ impl From<ListedPod> for UsernsListedPod {
                 host_id: None,
                 length: None,
                 error: Some(e),
-            },
-        }
-    }
-}
-
-impl From<CoreResult<Vec<ListedPod>>> for UsernsListOutcome {
-    fn from(r: CoreResult<Vec<ListedPod>>) -> Self {
-        match r {
-            Ok(pods) => Self {
-                pods: pods.into_iter().map(Into::into).collect(),
-                error: None,
-            },
-            Err(e) => Self {
-                error: Some((&e).into()),
-                ..Self::default()
-            },
-        }
-    }
-}
-
-impl From<CoreResult<VerifyReport>> for UsernsVerifyOutcome {
-    fn from(r: CoreResult<VerifyReport>) -> Self {
-        match r {
-            Ok(r) => Self {
-                report: Some(r),
-                error: None,
-            },
-            Err(e) => Self {
-                error: Some((&e).into()),
-                ..Self::default()
             },
         }
     }

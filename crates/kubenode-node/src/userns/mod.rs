@@ -9,15 +9,17 @@ mod types;
 
 use std::path::Path;
 
-use kubenode_userns::{Config as UsernsPoolConfig, Layout as UsernsLayout, UserNamespace};
+use kubenode_userns::{
+    Config as UsernsPoolConfig, Layout as UsernsLayout, UserNamespace, VerifyReport,
+};
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
 
 use crate::convert as numbers;
-use crate::errors::{err, throwing, ErrorCode};
+use crate::errors::{err, throwing, ErrorCode, Outcome};
 use tasks::CoreTask;
-use types::{UsernsListOutcome, UsernsVerifyOutcome};
+use types::UsernsListedPod;
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
@@ -53,25 +55,28 @@ pub fn userns_parse_file(env: Env, content: &[u8]) -> napi::Result<Vec<u32>> {
 }
 
 /// Reads every pod's `userns` file without locking or changing anything.
-#[napi(ts_return_type = "Promise<UsernsListOutcome>")]
-pub fn userns_list(pods_dir: String) -> AsyncTask<CoreTask<UsernsListOutcome>> {
-    CoreTask::run(move || kubenode_userns::list_mappings(Path::new(&pods_dir)).into())
+#[napi(ts_return_type = "Promise<Outcome<Array<UsernsListedPod>>>")]
+pub fn userns_list(pods_dir: String) -> AsyncTask<CoreTask<Outcome<Vec<UsernsListedPod>>>> {
+    CoreTask::run(move || {
+        let pods = kubenode_userns::list_mappings(Path::new(&pods_dir));
+        pods.map(|p| p.into_iter().map(Into::into).collect()).into()
+    })
 }
 
 /// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
-#[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
+#[napi(ts_return_type = "Promise<Outcome<UsernsVerifyReport>>")]
 pub fn userns_verify_mapping(
     host_id: u32,
     length: u32,
-) -> AsyncTask<CoreTask<UsernsVerifyOutcome>> {
+) -> AsyncTask<CoreTask<Outcome<VerifyReport>>> {
     CoreTask::run(move || kubenode_userns::verify_mapping(host_id, length).into())
 }
 
 /// Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping.
-#[napi(ts_return_type = "Promise<UsernsVerifyOutcome>")]
+#[napi(ts_return_type = "Promise<Outcome<UsernsVerifyReport>>")]
 pub fn userns_verify_pod(
     pods_dir: String,
     pod_uid: String,
-) -> AsyncTask<CoreTask<UsernsVerifyOutcome>> {
+) -> AsyncTask<CoreTask<Outcome<VerifyReport>>> {
     CoreTask::run(move || kubenode_userns::verify_pod(Path::new(&pods_dir), &pod_uid).into())
 }

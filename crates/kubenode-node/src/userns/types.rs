@@ -5,15 +5,15 @@ use napi_derive::napi;
 
 // The core's values are the JS shapes (its `napi` feature); imported under their JS names so
 // the generated typings refer to them by those names.
-use kubenode_userns::{IdMapping as UsernsIdMapping, VerifyReport as UsernsVerifyReport};
+use kubenode_userns::UserNamespace as UsernsNamespace;
 
 use crate::errors::NativeError;
 
 #[napi(object)]
 #[derive(Default)]
 pub struct UsernsOutcome {
-    pub uids: Vec<UsernsIdMapping>,
-    pub gids: Vec<UsernsIdMapping>,
+    /// The pod's mappings, for a getOrCreate.
+    pub namespace: Option<UsernsNamespace>,
     pub restored: u32,
     pub stale_temp_files_removed: u32,
     pub error: Option<NativeError>,
@@ -36,18 +36,4 @@ pub struct UsernsListedPod {
     pub host_id: Option<u32>,
     pub length: Option<u32>,
     pub error: Option<String>,
-}
-
-#[napi(object)]
-#[derive(Default)]
-pub struct UsernsListOutcome {
-    pub pods: Vec<UsernsListedPod>,
-    pub error: Option<NativeError>,
-}
-
-#[napi(object, object_from_js = false)]
-#[derive(Default)]
-pub struct UsernsVerifyOutcome {
-    pub report: Option<UsernsVerifyReport>,
-    pub error: Option<NativeError>,
 }

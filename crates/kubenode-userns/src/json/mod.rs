@@ -26,6 +26,7 @@ pub struct IdMapping {
 
 /// Upstream's `userNamespace` struct.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "napi", napi(object, js_name = "UsernsNamespace"))]
 pub struct UserNamespace {
     pub uid_mappings: Vec<IdMapping>,
     pub gid_mappings: Vec<IdMapping>,
