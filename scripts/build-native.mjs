@@ -54,7 +54,7 @@ mkdirSync(join(root, 'ts'), { recursive: true });
 // The one generic shape napi-rs cannot declare (its object derive has no type parameters):
 // what every task resolves to, `crates/kubenode-node/src/errors.rs` `Outcome<T>`.
 const outcome = `
-/** What a task resolves to: its value, its failure, or both for a partial result. */
+/** What a task resolves to: its value, or its failure as \`error\`. */
 export interface Outcome<T> {
   value?: T
   error?: NativeError

@@ -212,9 +212,10 @@ impl std::fmt::Display for NativeError {
     }
 }
 
-/// What every task resolves to: its value, its failure, or both for a partial result (what was
-/// applied before a failure). A task cannot reject with a custom error, so the failure travels as
-/// `error`. Declared once in the typings as `Outcome<T>` (napi's object derive has no generics).
+/// What a task resolves to: its value or its failure. A task cannot reject with a custom error,
+/// so the failure travels as `error`. Declared once in the typings as `Outcome<T>` (napi's object
+/// derive has no generics). The userns manager's calls resolve to `UsernsOutcome` instead: its
+/// per-pod calls are delivered in batches, each outcome with its own `error`.
 pub struct Outcome<T> {
     pub value: Option<T>,
     pub error: Option<NativeError>,
