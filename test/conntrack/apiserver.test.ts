@@ -233,14 +233,17 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
         'kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 2',
       );
 
-      // Removing every endpoint still counts (the service had UDP endpoints before), but a
-      // service without serving endpoints is skipped, as upstream does: nothing is deleted.
+      // Removing every endpoint still counts (the service had UDP endpoints before), and a
+      // service without serving endpoints loses every flow to its VIP, as v1.37 does: the
+      // one-way sender would otherwise keep going to the deleted endpoint.
       await disc.deleteNamespacedEndpointSlice({ name: 'dns-1', namespace: NS });
       await waitUntil('the pass after the slice was deleted', () => passes.length >= 3);
       await r.flush();
-      expect(passes[2]?.result).toMatchObject({ stale: 0, deleted: 0 });
-      expect(udpFlows()).toHaveLength(3);
-      expect(await deletedTotal()).toBe(3);
+      expect(passes[2]?.result).toMatchObject({ stale: 1, deleted: 1 });
+      expect(udpFlows()).toEqual(
+        [`${OTHER_VIP}:53 41000 -> ${OTHER_EP}`, `${OTHER_VIP}:53 41001 -> ${OTHER_EP}`].sort(),
+      );
+      expect(await deletedTotal()).toBe(4);
     } finally {
       await r.stop();
       handle.close();

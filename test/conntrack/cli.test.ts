@@ -184,6 +184,32 @@ describe('kubenode conntrack clean', () => {
     expect(ns.conntrackL('ipv4').map(key).sort()).toEqual(before);
   });
 
+  it('--kubernetes-version picks the release rules; an unknown one exits 2 and deletes nothing', () => {
+    const before = ns.conntrackL('ipv4').map(key).sort();
+    // Every endpoint terminating: v1.37 cleans the VIP's flows, v1.36 skipped the service.
+    const none = file('none.json', {
+      'kube-system/dns:dns': EP.map((ip) => ({ ip, port: 5353, serving: false })),
+    });
+    const args = ['clean', '--services', file('s-none.json', services), '--endpoints', none, '--dry-run'];
+    for (const [release, stale] of [
+      [[], 4],
+      [['--kubernetes-version', 'v1.37'], 4],
+      [['--kubernetes-version', '1.36.3'], 0],
+    ] as const) {
+      const r = cli([...args, ...release, '-o', 'json']);
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout), release.join(' ')).toMatchObject({ listed: 5, stale });
+    }
+    for (const cmd of [args, ['reconcile', '--kubeconfig', '/nonexistent/kubeconfig']]) {
+      const r = cli([...cmd, '--kubernetes-version', 'v1.35']);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        'kubenode: --kubernetes-version: Kubernetes version "v1.35" is not supported: kubenode has the tables of v1.36 to v1.37\n',
+      );
+    }
+    expect(ns.conntrackL('ipv4').map(key).sort()).toEqual(before);
+  });
+
   it('--dry-run reports the stale flows and deletes nothing', () => {
     const before = ns.conntrackL('ipv4').map(key).sort();
     const args = ['--services', file('s.yaml', services), '--endpoints', file('e.yaml', endpoints)];

@@ -5,7 +5,7 @@ import { register as globalRegistry, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEntries, injectFaults } from '../../ts/conntrack/testing.js';
 import { conntrack, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
-import { type CtEntry, netnsExists, TestNetns } from './netns.js';
+import { type CtEntry, netnsExists, TestNetns, teardown } from './netns.js';
 
 const EP = ['10.244.0.1', '10.244.0.2', '10.244.0.3'];
 const FRONTENDS: [string, number][] = [
@@ -104,16 +104,21 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
     expect(vip).toHaveLength(4);
   });
 
-  it('skips a service with no serving endpoints', async () => {
+  it('v1.36 skips a service with no serving endpoints', async () => {
     const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: false })));
-    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics: null });
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, {
+      metrics: null,
+      kubernetesVersion: 'v1.36',
+    });
     expect(r).toMatchObject({ listed: 18, stale: 0, deleted: 0, partial: false });
     expect(ns.conntrackL('ipv4')).toHaveLength(18);
   });
 
   it('records metrics only where told: nothing lands in the global registry by default', async () => {
     const { services, endpoints } = dns(EP.map((ip) => ({ ip, port: 5353, serving: false })));
-    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints);
+    const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, {
+      kubernetesVersion: 'v1.36.3',
+    });
     // The same tables as the handle's last pass: nothing can have become stale.
     expect(r).toMatchObject({ path: 'unchanged', listed: 0, stale: 0, partial: false });
     expect(globalRegistry.getSingleMetric(conntrack.SYNC_DURATION)).toBeUndefined();
@@ -255,6 +260,20 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
       await expect(r).rejects.toBeInstanceOf(KubenodeTypeError);
       await expect(r).rejects.toThrow(`options.${k} must be a boolean, got ${JSON.stringify(v)}`);
     }
+    const release = (kubernetesVersion: unknown) =>
+      conntrack.cleanStaleEntries(ct, 'IPv4', [], {}, { kubernetesVersion } as never);
+    await expect(release('v1.35')).rejects.toMatchObject({
+      code: 'ERR_KUBENODE_UNSUPPORTED',
+      kind: 'kubernetes-version',
+      message: 'Kubernetes version "v1.35" is not supported: kubenode has the tables of v1.36 to v1.37',
+    });
+    await expect(release('latest')).rejects.toMatchObject({
+      code: 'ERR_KUBENODE_PARSE',
+      kind: 'kubernetes-version',
+    });
+    await expect(release(137)).rejects.toBeInstanceOf(KubenodeTypeError);
+    expect(conntrack.conntrackKubernetesVersion()).toBe('v1.37');
+    expect(conntrack.conntrackKubernetesVersion('1.36.3')).toBe('v1.36');
   });
 
   it('a closed handle fails clearly', async () => {
@@ -316,6 +335,99 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
       await ct.deleteEntries('IPv4', await ct.listEntries('IPv4', { protocol: 'udp', dstIP: '10.96.0.99' }));
     }
   }, 60_000);
+});
+
+describe('a service without endpoints and a deleted service, on the real kernel', () => {
+  // dns: VIP, external IP and node port DNATed to two endpoints (by source port); gone: a VIP
+  // DNATed to one. Port 30053 on another host is foreign traffic, not the node port's.
+  const DNS = ['10.244.0.1', '10.244.0.2'];
+  const sends: [number, string, number][] = [
+    [44000, '10.96.0.10', 53],
+    [44001, '10.96.0.10', 53],
+    [44010, '192.0.2.10', 53],
+    [44011, '192.0.2.10', 53],
+    [44020, '10.0.0.1', 30053],
+    [44021, '10.0.0.1', 30053],
+    [44030, '10.96.0.30', 53],
+    [44040, '203.0.113.5', 30053],
+  ];
+  const dnat = (sport: number) => {
+    const to = sport === 44030 ? '10.244.0.7' : DNS[sport % 2];
+    return sport === 44040 ? null : `udp sport ${sport} dnat to ${to}:5353`;
+  };
+  const before = {
+    services: [
+      {
+        name: 'default/dns:dns',
+        protocol: 'UDP' as const,
+        clusterIP: '10.96.0.10',
+        port: 53,
+        nodePort: 30053,
+        externalIPs: ['192.0.2.10'],
+      },
+      { name: 'default/gone:dns', protocol: 'UDP' as const, clusterIP: '10.96.0.30', port: 53 },
+    ],
+    endpoints: {
+      'default/dns:dns': DNS.map((ip) => ({ ip, port: 5353, serving: true })),
+      'default/gone:dns': [{ ip: '10.244.0.7', port: 5353, serving: true }],
+    },
+  };
+  // dns lost its endpoints (one terminating, not serving); gone was deleted.
+  const after = {
+    services: [before.services[0] as conntrack.ServiceEntry],
+    endpoints: { 'default/dns:dns': [{ ip: DNS[0] as string, port: 5353, serving: false }] },
+  };
+  let ns: TestNetns | undefined;
+
+  beforeAll(() => {
+    ns = new TestNetns();
+    const rules = sends.flatMap(([sport, ip, port]) => {
+      const r = dnat(sport);
+      return r ? [`ip daddr ${ip} udp dport ${port} ${r}`] : [];
+    });
+    ns.nft(
+      `table ip kn {\n chain out {\n  type nat hook output priority -100; policy accept;\n  ${rules.join('\n  ')}\n }\n}\n`,
+    );
+    ns.exec('sh', ['-c', 'echo 600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
+  });
+  afterAll(() => teardown(ns, undefined));
+
+  it.each([
+    ['v1.37', 'targeted', [44020, 44021, 44040]],
+    ['v1.37', 'full', [44020, 44021, 44040]],
+    ['v1.36', 'full', sends.map((x) => x[0])],
+  ] as const)(
+    '%s, %s path: VIP and external IP flows go, node-port and foreign flows stay',
+    async (k8s, path, kept) => {
+      const n = ns as TestNetns;
+      const ct = await conntrack.Conntrack.open({ netns: n.path });
+      try {
+        const opts = { metrics: null, kubernetesVersion: k8s };
+        n.sendUdp(sends.slice(0, -1));
+        const first = await conntrack.cleanStaleEntries(ct, 'IPv4', before.services, before.endpoints, opts);
+        expect(first).toMatchObject({ path: 'full', fullReason: 'first', deleted: 0 });
+        // Sent after the first pass: while dns has endpoints, its node port takes flows to that
+        // port on any address (upstream's rule), foreign ones included.
+        n.sendUdp(sends.slice(-1));
+        expect(n.conntrackL('ipv4')).toHaveLength(sends.length);
+        injectFaults(ct, { preferTargeted: true });
+        const r = await conntrack.cleanStaleEntries(ct, 'IPv4', after.services, after.endpoints, {
+          ...opts,
+          full: path === 'full',
+        });
+        expect(r).toMatchObject({ path, failed: 0, deleted: sends.length - kept.length });
+        expect(
+          n
+            .conntrackL('ipv4')
+            .map((e) => e.sport)
+            .sort(),
+        ).toEqual([...kept].sort());
+      } finally {
+        ct.close();
+        n.exec('conntrack', ['-F']);
+      }
+    },
+  );
 });
 
 describe('conntrack errors outside the happy path', () => {

@@ -2,8 +2,9 @@
 // The informer wiring runs against the real API server in apiserver.test.ts.
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { conntrack } from '../../ts/index.js';
+import { conntrack, KubenodeTypeError } from '../../ts/index.js';
 import { native } from '../../ts/native.js';
+import { clientNode } from '../../ts/peers.js';
 
 const svc: V1Service = {
   metadata: { namespace: 'kube-system', name: 'dns' },
@@ -99,5 +100,18 @@ describe('CleanupGate (ConntrackCleanupRequired)', () => {
     g.markChanged('kube-system/dns', true);
     expect(g.take(() => false, false)).toBe(true); // UDP before (all endpoints removed)
     expect(g.pending).toBe(0);
+  });
+});
+
+describe('StaleFlowReconciler options', () => {
+  it('checks kubernetesVersion at construction, before any watch or pass', () => {
+    const kc = new (clientNode().KubeConfig)();
+    expect(
+      () => new conntrack.StaleFlowReconciler(kc, { kubernetesVersion: 'v1.38', families: ['IPv4'] }),
+    ).toThrow(expect.objectContaining({ code: 'ERR_KUBENODE_UNSUPPORTED', kind: 'kubernetes-version' }));
+    expect(() => new conntrack.StaleFlowReconciler(kc, { kubernetesVersion: 37 as never })).toThrow(
+      KubenodeTypeError,
+    );
+    expect(() => new conntrack.StaleFlowReconciler(kc, { kubernetesVersion: 'v1.36' })).not.toThrow();
   });
 });

@@ -109,6 +109,56 @@ describe('applyConntrackSysctls', () => {
     expect(readFileSync('/proc/sys/net/netfilter/nf_conntrack_max', 'utf8')).toBe(before);
   });
 
+  // v1.37's TestSetSysctls rows for nf_conntrack_max and hashsize (12 per core, 8 CPUs: 96
+  // wanted, hashsize 24), on real files; v1.36 differs on one row, lowering a higher max.
+  it.each([
+    ['unset', '0', '0', ['SetMax(96)', 'SetHashsize(24)'], ['SetMax(96)', 'SetHashsize(24)']],
+    ['already correct', '96', '24', [], []],
+    ['higher than wanted', '192', '48', [], ['SetMax(96)']],
+    ['too low', '48', '12', ['SetMax(96)', 'SetHashsize(24)'], ['SetMax(96)', 'SetHashsize(24)']],
+    ['max correct, hashsize not', '96', '0', ['SetHashsize(24)'], ['SetHashsize(24)']],
+    ['max wrong, hashsize correct', '48', '24', ['SetMax(96)'], ['SetMax(96)']],
+  ])('nf_conntrack_max %s (%s, hashsize %s)', async (_, max, hashsize, v137, v136) => {
+    for (const [kubernetesVersion, want] of [
+      [undefined, v137],
+      ['v1.37', v137],
+      ['v1.36', v136],
+    ] as const) {
+      tree({ nf_conntrack_max: max }, hashsize);
+      const a = await conntrack.applyConntrackSysctls(
+        { maxPerCore: 12 },
+        { root, numCPU: 8, ...(kubernetesVersion ? { kubernetesVersion } : {}) },
+      );
+      const calls = a
+        .filter((x) => x.written)
+        .map((x) => `${x.path.endsWith('hashsize') ? 'SetHashsize' : 'SetMax'}(${x.value})`);
+      expect(calls, kubernetesVersion).toEqual(want);
+      const wrote = want.includes('SetMax(96)');
+      expect(read('nf_conntrack_max')).toBe(wrote ? '96' : max);
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('an unknown release is a typed error before any file is touched', async () => {
+    tree({ nf_conntrack_max: '1' });
+    for (const [v, code] of [
+      ['v1.38', 'ERR_KUBENODE_UNSUPPORTED'],
+      ['v2', 'ERR_KUBENODE_PARSE'],
+    ]) {
+      await expect(
+        conntrack.applyConntrackSysctls({ maxPerCore: 12 }, { root, numCPU: 8, kubernetesVersion: v }),
+      ).rejects.toMatchObject({ code, kind: 'kubernetes-version' });
+    }
+    expect(read('nf_conntrack_max')).toBe('1');
+  });
+
+  it("sizes from the node's online CPUs, not the process's", async () => {
+    tree({});
+    mkdirSync(join(root, 'sys/devices/system/cpu'), { recursive: true });
+    writeFileSync(join(root, 'sys/devices/system/cpu/online'), '0-3,6\n');
+    expect(await conntrack.detectNumCPU(root)).toBe(5);
+  });
+
   it('rejects malformed config', () => {
     expect(() => conntrack.conntrackMax({ maxPerCore: 1.5 }, 1)).toThrow(/32-bit integer/);
     expect(() => conntrack.durationSeconds('x', '5 minutes')).toThrow(/invalid duration/);

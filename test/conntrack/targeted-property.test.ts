@@ -39,17 +39,17 @@ const endpointsOf = (t: Tables): conntrack.EndpointsTable =>
     ]),
   );
 
-/** Upstream's CleanStaleEntries decision (cleanup.go), string-keyed like the Go code. */
+/** Upstream's CleanStaleEntries decision (v1.37's cleanup.go), string-keyed like the Go code. */
 function upstreamStale(t: Tables, f: CtEntry): boolean {
   if (f.proto !== 'udp') return false;
   const vipSets = new Map<string, Set<string>>();
   const npSets = new Map<number, Set<string>>();
   t.forEach((eps, i) => {
     const set = new Set(eps.flatMap((st, e) => (st === 'serving' ? [`${epIP(i, e)}:5353`] : [])));
-    if (set.size === 0) return; // no serving endpoint: the service is skipped
     const svc = services[i] as conntrack.ServiceEntry;
     for (const ip of [svc.clusterIP, ...(svc.externalIPs ?? [])]) vipSets.set(`${ip}:${svc.port}`, set);
-    npSets.set(svc.nodePort ?? 0, set);
+    // No serving endpoint: every VIP flow is stale, but the node port is not matched.
+    if (set.size > 0) npSets.set(svc.nodePort ?? 0, set);
   });
   const backend = `${f.replySrc}:${f.replySport}`;
   const v = vipSets.get(`${f.origDst}:${f.dport}`);
@@ -69,7 +69,11 @@ describe('targeted cleanup leaves what the full pass leaves (real kernel, real D
   });
   afterAll(() => ns?.destroy());
 
-  /** One flow per service and frontend, DNATed to a serving endpoint (`pick` chooses which), or straight to the frontend when none serves. */
+  /**
+   * One flow per service and frontend, DNATed to a serving endpoint (`pick` chooses which); none
+   * when no endpoint serves, since kube-proxy rejects new flows to such a service (a rejected
+   * packet leaves no entry).
+   */
   function traffic(t: Tables, pick: number): void {
     const rules: string[] = [];
     const sends: [number, string, number][] = [];
@@ -82,8 +86,8 @@ describe('targeted cleanup leaves what the full pass leaves (real kernel, real D
       ] as [string, number][]) {
         const sport = nextPort++;
         const e = serving[(pick + sport) % Math.max(serving.length, 1)];
-        if (e !== undefined)
-          rules.push(`ip daddr ${dst} udp dport ${dport} udp sport ${sport} dnat to ${epIP(i, e)}:5353`);
+        if (e === undefined) continue;
+        rules.push(`ip daddr ${dst} udp dport ${dport} udp sport ${sport} dnat to ${epIP(i, e)}:5353`);
         sends.push([sport, dst, dport]);
       }
     });

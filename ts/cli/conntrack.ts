@@ -25,6 +25,18 @@ function family(v: string | undefined): conntrack.IPFamily {
 }
 
 /** Reads a services or endpoints table file (one JSON/YAML document). */
+const KUBERNETES_VERSION_HELP =
+  'Kubernetes release whose kube-proxy cleanup rules apply, v1.36 or v1.37 (default: v1.37, the newest known)';
+
+/** `--kubernetes-version`, checked before any work: a release kubenode has no rules for exits 2. */
+function kubernetesVersion(v: string | undefined): string {
+  try {
+    return conntrack.conntrackKubernetesVersion(v);
+  } catch (e) {
+    badInput(`--kubernetes-version: ${(e as Error).message}`);
+  }
+}
+
 export async function readTable(path: string, what: string): Promise<unknown> {
   const text = await readInput(path, `${what} file`);
   let docs: unknown[] = [];
@@ -134,46 +146,54 @@ export function registerConntrack(program: Command): void {
       )
       .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
       .option('--dry-run', 'select but do not delete')
+      .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
       .option('--netns <path>', 'network namespace file'),
-  ).action(async (o: TableFlags & { services: string; endpoints: string; dryRun?: boolean }) => {
-    const fmt = outputFormat(o);
-    const fam = family(o.family);
-    const services = servicesFromDocument(
-      await readTable(o.services, 'services'),
-      fam,
-    ) as conntrack.ServiceEntry[];
-    const endpoints = endpointsFromDocument(
-      await readTable(o.endpoints, 'endpoints'),
-      fam,
-    ) as conntrack.EndpointsTable;
-    await withHandle(o.netns, async (handle) => {
-      const stop = progressBar(handle);
-      try {
-        const r = await conntrack.cleanStaleEntries(handle, fam, services, endpoints, {
-          dryRun: o.dryRun ?? false,
-          metrics: null,
-        });
-        stop();
-        if (fmt === 'json') printJson(r);
-        else {
-          const verb = o.dryRun ? 'would delete' : 'deleted';
-          out(
-            `listed ${r.listed}, stale ${r.stale}, ${verb} ${o.dryRun ? r.stale : r.deleted}` +
-              `${r.notFound ? ` (${r.notFound} already gone)` : ''}${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}` +
-              `${r.partial ? ' [partial listing]' : ''} in ${r.seconds.toFixed(3)}s\n`,
-          );
+  ).action(
+    async (
+      o: TableFlags & { services: string; endpoints: string; dryRun?: boolean; kubernetesVersion?: string },
+    ) => {
+      const fmt = outputFormat(o);
+      const fam = family(o.family);
+      const k8s = kubernetesVersion(o.kubernetesVersion);
+      const services = servicesFromDocument(
+        await readTable(o.services, 'services'),
+        fam,
+      ) as conntrack.ServiceEntry[];
+      const endpoints = endpointsFromDocument(
+        await readTable(o.endpoints, 'endpoints'),
+        fam,
+      ) as conntrack.EndpointsTable;
+      await withHandle(o.netns, async (handle) => {
+        const stop = progressBar(handle);
+        try {
+          const r = await conntrack.cleanStaleEntries(handle, fam, services, endpoints, {
+            dryRun: o.dryRun ?? false,
+            metrics: null,
+            kubernetesVersion: k8s,
+          });
+          stop();
+          if (fmt === 'json') printJson(r);
+          else {
+            const verb = o.dryRun ? 'would delete' : 'deleted';
+            out(
+              `listed ${r.listed}, stale ${r.stale}, ${verb} ${o.dryRun ? r.stale : r.deleted}` +
+                `${r.notFound ? ` (${r.notFound} already gone)` : ''}${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}` +
+                `${r.partial ? ' [partial listing]' : ''} in ${r.seconds.toFixed(3)}s\n`,
+            );
+          }
+          if (r.failed > 0) process.exitCode = 1;
+        } finally {
+          stop();
         }
-        if (r.failed > 0) process.exitCode = 1;
-      } finally {
-        stop();
-      }
-    });
-  });
+      });
+    },
+  );
 
   addDaemonOptions(ct.command('reconcile'))
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
     .option('--dry-run', 'select but do not delete')
+    .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
     .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
     .action(
@@ -181,10 +201,12 @@ export function registerConntrack(program: Command): void {
         o: DaemonFlags & {
           family?: string;
           dryRun?: boolean;
+          kubernetesVersion?: string;
           minSyncPeriod?: string;
           netns?: string;
         },
       ) => {
+        const k8s = kubernetesVersion(o.kubernetesVersion);
         const period = Number(o.minSyncPeriod ?? 1000);
         if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
           badInput(
@@ -217,6 +239,7 @@ export function registerConntrack(program: Command): void {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,
+            kubernetesVersion: k8s,
             minSyncPeriodMs: period,
             metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>

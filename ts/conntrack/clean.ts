@@ -28,6 +28,13 @@ export interface CleanOptions {
    * nothing lands in prom-client's global registry unless the caller asks for it.
    */
   metrics?: ConntrackMetrics | null;
+  /**
+   * Kubernetes release whose rules apply (`v1.36`, `v1.37`; default: the newest kubenode knows,
+   * v1.37). From v1.37 a UDP service port without serving endpoints loses every flow to its
+   * cluster, load-balancer and external IPs (not its node port), and so does a service deleted
+   * since the handle's last pass (ahead of upstream); v1.36 keeps both.
+   */
+  kubernetesVersion?: string;
 }
 
 /**
@@ -88,7 +95,7 @@ export interface CleanResult {
 
 /**
  * Deletes the UDP conntrack entries of `family` that point at endpoints no longer serving,
- * with upstream's rules. The first call on a handle runs upstream's full pass; later calls on
+ * with the rules of upstream's release `options.kubernetesVersion`. The first call on a handle runs upstream's full pass; later calls on
  * the same handle delete only what changed since its last successful pass, when that is
  * cheaper on this kernel (see {@link CleanResult.path}). A listing failure throws (and records
  * no metric, like upstream); a failed delete is counted in `failed` and never stops the rest
@@ -111,6 +118,8 @@ export async function cleanStaleEntries(
     if (v !== undefined && typeof v !== 'boolean')
       throw new KubenodeTypeError(`options.${k} must be a boolean, got ${describe(v)}`);
   }
+  if (options.kubernetesVersion !== undefined)
+    assertString('options.kubernetesVersion', options.kubernetesVersion);
   validateTables(services, endpoints);
   let task: ReturnType<ReturnType<typeof handleOf>['cleanStale']>;
   try {
@@ -120,6 +129,7 @@ export async function cleanStaleEntries(
       endpoints,
       options.dryRun ?? false,
       options.full ?? false,
+      options.kubernetesVersion,
     );
   } catch (e) {
     throw conntrackError(e);

@@ -42,6 +42,7 @@ export {
   SYNC_DURATION,
 } from './metrics.js';
 export { CleanupGate, type ReconcilerOptions, StaleFlowReconciler } from './reconciler.js';
+export { conntrackKubernetesVersion } from './release.js';
 export {
   type ApplyOptions,
   applyConntrackSysctls,

@@ -23,6 +23,7 @@ import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
+import { conntrackKubernetesVersion } from './release.js';
 import type { IPFamily } from './tables.js';
 
 /** Informer failures go to `onError`, not to a log. */
@@ -47,6 +48,11 @@ export interface ReconcilerOptions {
   metrics?: ConntrackMetrics | null;
   /** Select stale flows but delete nothing (default false). */
   dryRun?: boolean;
+  /**
+   * Kubernetes release whose cleanup rules apply (default: the newest kubenode knows, v1.37):
+   * see `CleanOptions.kubernetesVersion`. Checked by the constructor.
+   */
+  kubernetesVersion?: string;
   /**
    * Between full passes a handle cleans only what the endpoint changes made stale; a full
    * pass runs at start-up and then at least this often per family (default 300000 ms), which
@@ -147,6 +153,8 @@ export class StaleFlowReconciler {
   constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
     this.#kc = withUserAgent(kubeConfig, USER_AGENT);
     this.#opts = options;
+    // A release kubenode has no rules for fails here, not at the first pass.
+    if (options.kubernetesVersion !== undefined) conntrackKubernetesVersion(options.kubernetesVersion);
     this.#families = options.families ?? ['IPv4', 'IPv6'];
     for (const f of this.#families) this.#gates.set(f, new CleanupGate());
   }
@@ -327,6 +335,9 @@ export class StaleFlowReconciler {
       try {
         const r = await cleanStaleEntries(ct, family, entries, endpointsTable(slices, family), {
           dryRun: this.#opts.dryRun ?? false,
+          ...(this.#opts.kubernetesVersion !== undefined
+            ? { kubernetesVersion: this.#opts.kubernetesVersion }
+            : {}),
           full,
           ...(this.#opts.metrics !== undefined ? { metrics: this.#opts.metrics } : {}),
         }).catch((e: unknown) => {

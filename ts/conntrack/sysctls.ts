@@ -1,8 +1,11 @@
-// The conntrack sysctls kube-proxy sets at start-up (pkg/proxy/conntrack/sysctls.go, v1.36):
-// same order, same skip rules, first error stops the sequence.
+// The conntrack sysctls kube-proxy sets at start-up (pkg/proxy/conntrack/sysctls.go, v1.37 or
+// v1.36): same order, same skip rules, first error stops the sequence. The rule that changed
+// between the releases (when nf_conntrack_max is written) is the core's.
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { callNative, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
+import { conntrackKubernetesVersion } from './release.js';
 
 /** kube-proxy's `conntrack` configuration (`KubeProxyConntrackConfiguration`). */
 export interface ConntrackConfig {
@@ -76,7 +79,11 @@ export function conntrackMax(config: ConntrackConfig, numCPU: number): number {
   return 0;
 }
 
-/** `detectNumCPU`: CPUs present in sysfs topology, else the schedulable count. */
+/**
+ * `DetectNumCPU`: the node's online CPUs (`/sys/devices/system/cpu/online`), since
+ * nf_conntrack_max is host-wide and the process may be pinned to fewer; else the schedulable
+ * count.
+ */
 export async function detectNumCPU(root = '/'): Promise<number> {
   try {
     const online = (await readFile(`${root}sys/devices/system/cpu/online`, 'utf8')).trim();
@@ -101,7 +108,10 @@ export interface SysctlAction {
   value: number;
   /** Value read before (null when unreadable, which leads to a write, as upstream). */
   previous: number | null;
-  /** False when the value already matched (or in a dry run). */
+  /**
+   * False when the value already matched, when v1.37 leaves a higher nf_conntrack_max as it is,
+   * or in a dry run.
+   */
   written: boolean;
 }
 
@@ -132,6 +142,12 @@ export interface ApplyOptions {
   numCPU?: number;
   /** Filesystem root holding proc/ and sys/ (tests); default '/'. */
   root?: string;
+  /**
+   * Kubernetes release whose kube-proxy to follow (`v1.36`, `v1.37`; default: the newest
+   * kubenode knows, v1.37). v1.37 only raises nf_conntrack_max, never lowering a value an
+   * operator set higher; v1.36 wrote any other value.
+   */
+  kubernetesVersion?: string;
 }
 
 async function readInt(path: string): Promise<number> {
@@ -141,7 +157,8 @@ async function readInt(path: string): Promise<number> {
 }
 
 /**
- * kube-proxy's `SetSysctls`: nf_conntrack_max (and hashsize when below max/4), TCP
+ * kube-proxy's `SetSysctls` of `options.kubernetesVersion`: nf_conntrack_max (and hashsize when
+ * below max/4; v1.37 only raises the max), TCP
  * established and close-wait timeouts, tcp_be_liberal (only ever set to 1), UDP timeouts.
  * Each sysctl is written only when it differs. The first error stops the sequence and is
  * thrown as a ConntrackSysctlError.
@@ -150,6 +167,7 @@ export async function applyConntrackSysctls(
   config: ConntrackConfig,
   options: ApplyOptions = {},
 ): Promise<SysctlAction[]> {
+  const k8s = conntrackKubernetesVersion(options.kubernetesVersion);
   const root = options.root ?? '/';
   const dry = options.dryRun ?? false;
   const actions: SysctlAction[] = [];
@@ -160,7 +178,12 @@ export async function applyConntrackSysctls(
   const udp = durationSeconds('udpTimeout', config.udpTimeout);
   const udpStream = durationSeconds('udpStreamTimeout', config.udpStreamTimeout);
 
-  const setSysctl = async (name: string, value: number) => {
+  // `writes` decides from the value read; by default, any other value is written.
+  const setSysctl = async (
+    name: string,
+    value: number,
+    writes = (previous: number | null) => previous !== value,
+  ) => {
     const path = `${root}proc/sys/net/netfilter/${name}`;
     let previous: number | null = null;
     try {
@@ -168,7 +191,7 @@ export async function applyConntrackSysctls(
     } catch {
       previous = null; // a read error is ignored and leads to a write
     }
-    const write = previous !== value;
+    const write = writes(previous);
     if (write && !dry) {
       try {
         await writeFile(path, String(value));
@@ -180,7 +203,9 @@ export async function applyConntrackSysctls(
   };
 
   if (max > 0) {
-    await setSysctl('nf_conntrack_max', max);
+    await setSysctl('nf_conntrack_max', max, (previous) =>
+      callNative(() => native.conntrackMaxWrites(k8s, previous, max)),
+    );
     const hs = `${root}sys/module/nf_conntrack/parameters/hashsize`;
     let hashsize: number;
     try {

@@ -147,7 +147,9 @@ enum Choice {
 }
 
 /// Runs upstream's `CleanStaleEntries` for one family, or the targeted path when the handle's
-/// last successful pass allows it and costs favour it. A listing error other than an
+/// last successful pass allows it and costs favour it, with the rules of the release `matcher`
+/// was built for, plus the frontends deleted since the handle's last pass
+/// ([`StaleMatcher::with_deleted`]). A listing error other than an
 /// interruption aborts with `Err` (upstream records no metrics then); delete failures are
 /// counted in the report and never stop the rest of the batch.
 pub fn clean_stale(
@@ -161,27 +163,47 @@ pub fn clean_stale(
     if opts.dry_run {
         // Deletes nothing, so what the handle remembers stays true.
         let mut rep = full_report(FullReason::DryRun, None);
-        dump_and_delete(
-            ct,
-            family,
-            &matcher.dump_filter(),
-            matcher,
-            true,
-            progress,
-            &mut rep,
-        )?;
+        let m = matcher.with_deleted(ct.stale.family(family).last.tables());
+        dump_and_delete(ct, family, &m.dump_filter(), &m, true, progress, &mut rep)?;
         rep.seconds = start.elapsed().as_secs_f64();
         return Ok(rep);
     }
     // Until this pass succeeds, the next one must be full.
-    let prev = std::mem::replace(&mut ct.stale.family(family).last, LastPass::Incomplete);
-    let choice = match (&prev, opts.full) {
+    let prev = std::mem::replace(
+        &mut ct.stale.family(family).last,
+        LastPass::Incomplete(None),
+    );
+    // The rules run on these tables plus the frontends deleted since the last pass.
+    let effective = matcher.with_deleted(prev.tables());
+    let result = run_pass(ct, family, &prev, &effective, opts, progress);
+    let done = matches!(&result, Ok(r) if r.failed == 0 && !r.partial);
+    ct.stale.family(family).last = if done {
+        LastPass::Done(matcher.clone())
+    } else {
+        // Deleted frontends stay stale until a pass gets through.
+        LastPass::Incomplete(Some(effective.into_owned()))
+    };
+    let mut rep = result?;
+    rep.seconds = start.elapsed().as_secs_f64();
+    Ok(rep)
+}
+
+/// The path the handle's last pass allows and the costs favour, run with `matcher`.
+fn run_pass(
+    ct: &mut Conntrack,
+    family: Family,
+    prev: &LastPass,
+    matcher: &StaleMatcher,
+    opts: CleanOptions,
+    progress: &Progress,
+) -> Result<CleanReport> {
+    let choice = match (prev, opts.full) {
         (_, true) => Choice::Full(FullReason::Requested, None),
         (LastPass::None, _) => Choice::Full(FullReason::First, None),
-        (LastPass::Incomplete, _) => Choice::Full(FullReason::PreviousIncomplete, None),
+        (LastPass::Incomplete(_), _) => Choice::Full(FullReason::PreviousIncomplete, None),
         (LastPass::Done(old), false) => choose(ct, family, stale_diff(old, matcher)),
     };
-    let mut rep = match choice {
+    let rep = match choice {
         Choice::Unchanged => CleanReport {
             path: CleanPath::Unchanged,
             ..Default::default()
@@ -199,10 +221,6 @@ pub fn clean_stale(
         },
         Choice::Full(reason, est) => full_pass(ct, family, matcher, reason, est, progress)?,
     };
-    rep.seconds = start.elapsed().as_secs_f64();
-    if rep.failed == 0 && !rep.partial {
-        ct.stale.family(family).last = LastPass::Done(matcher.clone());
-    }
     Ok(rep)
 }
 

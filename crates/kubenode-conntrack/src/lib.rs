@@ -1,4 +1,4 @@
-//! Conntrack over ctnetlink, and kube-proxy's stale UDP flow cleanup.
+//! Conntrack over ctnetlink, kube-proxy's stale UDP flow cleanup and its conntrack sysctl rule.
 //!
 //! The client speaks ctnetlink by hand on one persistent `NETLINK_NETFILTER` socket: dumps are
 //! filtered in the kernel (`CTA_FILTER`) and again here, parsed in place from a reused 64 KiB
@@ -19,6 +19,7 @@ mod hash;
 mod socket;
 mod stale;
 mod stale_diff;
+mod sysctls;
 mod targeted;
 mod validate;
 
@@ -40,11 +41,13 @@ pub use flush::{
     encode_flush, encode_flush_probe, flush_support_from_errno, FlushFilter, FlushSupport,
 };
 pub use handle::{ConntrackHandle, Handle};
+pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
 pub use stale::{
     is_headless, Endpoint, EndpointEntry, Protocol, Service, ServiceEntry, ServicePort,
     StaleMatcher,
 };
 pub use stale_diff::{stale_diff, StaleDiff};
+pub use sysctls::writes_conntrack_max;
 pub use validate::{
     check_family, check_flows, parse_family, parse_ip, protocol_number, stale_matcher,
 };

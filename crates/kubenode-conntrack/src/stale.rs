@@ -1,9 +1,13 @@
 //! kube-proxy's stale UDP flow rules (`pkg/proxy/conntrack/cleanup.go`, `CleanStaleEntries`),
 //! with binary keys instead of formatted strings. Comparing canonical strings and comparing
-//! address bytes plus port give the same answers.
+//! address bytes plus port give the same answers. The rules are those of the Kubernetes release
+//! the matcher is built for (v1.36 or v1.37).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
+
+use kubenode_sysctl::KubernetesVersion;
 
 use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::Result;
@@ -124,6 +128,15 @@ pub struct StaleMatcher {
     pub(crate) sets: Vec<FxSet<Backend>>,
     pub(crate) vip: FxMap<(u8, IpAddr, u16), u32>,
     pub(crate) node_port: FxMap<(u8, u16), u32>,
+    /// The release whose rules built these tables.
+    pub(crate) k8s: KubernetesVersion,
+}
+
+/// From v1.37 a UDP service port without serving endpoints is processed with an empty set:
+/// its established flows are DNATed before the reject rule for such a service can see them,
+/// and a one-way sender refreshes its entry forever. v1.36 skipped the port.
+fn cleans_ports_without_endpoints(k8s: KubernetesVersion) -> bool {
+    k8s.minor() >= 37
 }
 
 /// Kubernetes' headless service: `spec.clusterIP` is `"None"` (or unset, `""`); such a
@@ -133,18 +146,25 @@ pub fn is_headless(cluster_ip: &str) -> bool {
 }
 
 impl StaleMatcher {
-    /// Builds the maps as upstream does: UDP service ports only; only serving endpoints; a port
-    /// with no serving endpoint is skipped entirely; ClusterIP, load-balancer VIPs and external
-    /// IPs at the service port, plus the node port by port alone. A later service overwrites an
-    /// earlier one on the same key. External and load-balancer IPs of the other family are
-    /// ignored (upstream filters them per family); a cluster IP or endpoint of the other family
-    /// of a UDP service port is an error, since the tables are per family.
+    /// Builds the maps as release `k8s` of upstream does: UDP service ports only; only serving
+    /// endpoints; ClusterIP, load-balancer VIPs and external IPs at the service port, plus the
+    /// node port by port alone. A port with no serving endpoint is skipped entirely under v1.36;
+    /// from v1.37 its frontends map to an empty set (every flow to them is stale) but its node
+    /// port is left out, since matching on the port alone with nothing to keep would take
+    /// foreign flows to that port too. A later service overwrites an earlier one on the same
+    /// key. External and load-balancer IPs of the other family are ignored (upstream filters
+    /// them per family); a cluster IP or endpoint of the other family of a UDP service port is
+    /// an error, since the tables are per family.
     pub fn build(
         family: Family,
         services: &[ServicePort],
         endpoints: &HashMap<String, Vec<Endpoint>>,
+        k8s: KubernetesVersion,
     ) -> Result<Self> {
-        let mut m = StaleMatcher::default();
+        let mut m = StaleMatcher {
+            k8s,
+            ..Default::default()
+        };
         for (i, svc) in services.iter().enumerate() {
             // Upstream looks at UDP service ports only; the rest may hold anything.
             if !svc.protocol.has_stale_flows() {
@@ -176,7 +196,8 @@ impl StaleMatcher {
                 .filter(|e| e.serving)
                 .map(|e| (e.ip, e.port))
                 .collect();
-            if set.is_empty() {
+            let has_backends = !set.is_empty();
+            if !has_backends && !cleans_ports_without_endpoints(k8s) {
                 continue;
             }
             let (idx, proto) = (m.sets.len() as u32, svc.protocol.number());
@@ -187,16 +208,47 @@ impl StaleMatcher {
                     m.vip.insert((proto, *ip, svc.port), idx);
                 }
             }
-            if svc.node_port != 0 {
+            if svc.node_port != 0 && has_backends {
                 m.node_port.insert((proto, svc.node_port), idx);
             }
         }
         Ok(m)
     }
 
-    /// No service port with stale flows (UDP) and serving endpoints: nothing can be stale.
+    /// Ahead of upstream (the rule upstream merged for v1.38), from v1.37 on: a frontend
+    /// (VIP and port) of `previous`, the tables of the handle's last pass, that these tables
+    /// lack belongs to a deleted service port, and every flow to it is stale, as for a port
+    /// without serving endpoints; node ports are left alone for the same reason as there.
+    /// Borrows `self` when nothing was deleted (or under v1.36, where deleted services keep
+    /// their flows).
+    pub fn with_deleted(&self, previous: Option<&StaleMatcher>) -> Cow<'_, StaleMatcher> {
+        let Some(prev) = previous.filter(|_| cleans_ports_without_endpoints(self.k8s)) else {
+            return Cow::Borrowed(self);
+        };
+        let gone: Vec<_> = prev
+            .vip
+            .keys()
+            .filter(|k| !self.vip.contains_key(k))
+            .copied()
+            .collect();
+        if gone.is_empty() {
+            return Cow::Borrowed(self);
+        }
+        let mut m = self.clone();
+        let idx = m.sets.len() as u32;
+        m.sets.push(FxSet::default());
+        m.vip.extend(gone.into_iter().map(|k| (k, idx)));
+        Cow::Owned(m)
+    }
+
+    /// No frontend of a service port with stale flows (UDP): nothing can be stale.
     pub fn is_empty(&self) -> bool {
         self.vip.is_empty() && self.node_port.is_empty()
+    }
+
+    /// The release whose rules built these tables.
+    pub fn kubernetes_version(&self) -> KubernetesVersion {
+        self.k8s
     }
 
     /// The kernel-side filter for a pass: only flows [`is_stale`](Self::is_stale) can select.

@@ -3,8 +3,10 @@
 //! Why the result equals upstream's full pass: after a successful pass with the old tables no
 //! flow is stale under them (`old.is_stale(f)` is false for every flow left). A flow `f` that
 //! the new tables call stale has a frontend key `k` (VIP:port, or node port) in the new
-//! matcher whose serving set lacks `f`'s reply source `b`. Either `k` was not a key before (a
-//! new frontend, or one whose service had no serving endpoint and was skipped) — then
+//! matcher whose serving set lacks `f`'s reply source `b` (the set may be empty: a port without
+//! serving endpoints, or a deleted frontend the new matcher carries). Either `k` was not a key
+//! before (a new frontend, or under v1.36 one whose service had no serving endpoint and was
+//! skipped) — then
 //! every flow to `k` is decided again from a dump filtered to `k` — or `k` was a key and,
 //! since `f` was not stale then, `b` was in its old set: `(k, b)` is a removed pair, and the
 //! dump filtered to exactly `k` and `b` returns `f`. Conversely every flow such a filter

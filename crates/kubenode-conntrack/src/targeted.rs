@@ -1,6 +1,6 @@
 //! What a handle remembers between cleanup passes, per IP family: the matcher of its last
-//! successful pass (the base of the next endpoint diff) and the measured costs that choose
-//! between a targeted and a full pass.
+//! pass (the base of the next endpoint diff when it succeeded, and of the deleted frontends in
+//! any case) and the measured costs that choose between a targeted and a full pass.
 
 use crate::cost::CostModel;
 use crate::flow::Family;
@@ -12,10 +12,23 @@ pub enum LastPass {
     /// None yet: the next pass is full.
     #[default]
     None,
-    /// It failed, was partial, or left flows it could not delete: the next pass is full.
-    Incomplete,
+    /// It failed, was partial, or left flows it could not delete: the next pass is full. Holds
+    /// the tables it ran with (deleted frontends included), whose frontends the next pass
+    /// checks for deletion.
+    Incomplete(Option<StaleMatcher>),
     /// It succeeded with these tables: the next pass may start from their diff.
     Done(StaleMatcher),
+}
+
+impl LastPass {
+    /// The tables of that pass, the base for finding deleted frontends.
+    pub fn tables(&self) -> Option<&StaleMatcher> {
+        match self {
+            LastPass::None => None,
+            LastPass::Incomplete(m) => m.as_ref(),
+            LastPass::Done(m) => Some(m),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]

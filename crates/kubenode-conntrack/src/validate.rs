@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
+use kubenode_sysctl::KubernetesVersion;
+
 use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::{Error, Result};
 use crate::flow::{Family, Flow, Tuple};
@@ -116,6 +118,7 @@ pub fn stale_matcher(
     family: Family,
     services: &[ServiceEntry],
     endpoints: &HashMap<String, Vec<EndpointEntry>>,
+    k8s: KubernetesVersion,
 ) -> Result<StaleMatcher> {
     let svcs = services
         .iter()
@@ -131,7 +134,7 @@ pub fn stale_matcher(
             .collect::<Result<Vec<_>>>()?;
         eps.insert(name.clone(), v);
     }
-    StaleMatcher::build(family, &svcs, &eps)
+    StaleMatcher::build(family, &svcs, &eps, k8s)
 }
 
 /// Every address of every flow must be of `family`, checked before any request is sent.
@@ -179,13 +182,18 @@ mod tests {
     ) -> Error {
         let (mut s, mut e) = dns();
         edit(&mut s, &mut e);
-        stale_matcher(family, &s, &e).expect_err("tables should be rejected")
+        stale_matcher(family, &s, &e, KubernetesVersion::NEWEST)
+            .expect_err("tables should be rejected")
     }
 
     #[test]
     fn good_tables_build_a_matcher() {
         let (s, e) = dns();
-        assert!(!stale_matcher(Family::V4, &s, &e).unwrap().is_empty());
+        assert!(
+            !stale_matcher(Family::V4, &s, &e, KubernetesVersion::NEWEST)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -257,9 +265,11 @@ mod tests {
         s[0].protocol = "TCP".into();
         s[0].cluster_ip = "fd00::10".into();
         e.values_mut().for_each(|l| l[0].ip = "fd00:244::1".into());
-        assert!(stale_matcher(Family::V4, &s, &e).unwrap().is_empty());
+        assert!(stale_matcher(Family::V4, &s, &e, KubernetesVersion::NEWEST)
+            .unwrap()
+            .is_empty());
         e.values_mut().for_each(|l| l[0].ip = "bad".into());
-        assert!(stale_matcher(Family::V4, &s, &e).is_err());
+        assert!(stale_matcher(Family::V4, &s, &e, KubernetesVersion::NEWEST).is_err());
     }
 
     #[test]

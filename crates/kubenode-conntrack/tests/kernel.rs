@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use common::{dnat, dns_flows, ep, ip, svc, tcp, Netns};
 use kubenode_conntrack::{
-    clean_stale, CleanOptions, DumpFilter, Error, Family, Flow, Progress, StaleMatcher,
-    MAX_DUMP_ATTEMPTS,
+    clean_stale, CleanOptions, DumpFilter, Error, Family, Flow, KubernetesVersion, Progress,
+    StaleMatcher, MAX_DUMP_ATTEMPTS,
 };
 
 fn key(f: &Flow) -> (Option<std::net::IpAddr>, u16, Option<std::net::IpAddr>, u16) {
@@ -323,7 +323,7 @@ fn clean_stale_deletes_exactly_the_stale_flows() {
     ct.create(Family::V4, &stale).unwrap();
     let services = vec![svc("ns/dns:dns", "10.96.0.10", 53, 30053)];
     let eps = HashMap::from([("ns/dns:dns".to_string(), vec![ep("10.244.0.5", 5353)])]);
-    let m = StaleMatcher::build(Family::V4, &services, &eps).unwrap();
+    let m = StaleMatcher::build(Family::V4, &services, &eps, KubernetesVersion::NEWEST).unwrap();
     let progress = Progress::default();
 
     let dry = clean_stale(

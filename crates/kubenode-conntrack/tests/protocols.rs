@@ -1,7 +1,7 @@
 //! The protocol rule the reconciler's gate reads through the binding is the one the pass uses.
 use std::collections::HashMap;
 
-use kubenode_conntrack::{Family, Protocol, ServicePort, StaleMatcher};
+use kubenode_conntrack::{Family, KubernetesVersion, Protocol, ServicePort, StaleMatcher};
 
 fn port(protocol: Protocol) -> ServicePort {
     ServicePort {
@@ -29,7 +29,13 @@ fn the_gates_protocols_are_the_ones_the_matcher_keeps() {
     assert_eq!(gate, ["UDP"]);
     for name in ["TCP", "UDP", "SCTP"] {
         let p = Protocol::parse(name).unwrap();
-        let m = StaleMatcher::build(Family::V4, &[port(p)], &endpoints).unwrap();
+        let m = StaleMatcher::build(
+            Family::V4,
+            &[port(p)],
+            &endpoints,
+            KubernetesVersion::NEWEST,
+        )
+        .unwrap();
         assert_eq!(!m.is_empty(), gate.contains(&name), "{name}");
         assert_eq!(p.has_stale_flows(), gate.contains(&name), "{name}");
     }

@@ -1,5 +1,5 @@
-//! Upstream's decision rules (cleanup.go), case by case, and a property test against a
-//! string-keyed transcription of upstream's algorithm.
+//! Upstream's decision rules (cleanup.go) of v1.36 and v1.37, case by case, v1.37's own test
+//! tables, and a property test against a string-keyed transcription of upstream's algorithm.
 
 mod common;
 
@@ -8,8 +8,12 @@ use std::net::IpAddr;
 
 use common::{dnat, ip, tcp};
 use kubenode_conntrack::{
-    stale_diff, Endpoint, Error, Family, Flow, Protocol, ServicePort, StaleMatcher,
+    stale_diff, Endpoint, Error, Family, Flow, KubernetesVersion, Protocol, ServicePort,
+    StaleMatcher,
 };
+
+const V136: KubernetesVersion = KubernetesVersion::OLDEST;
+const V137: KubernetesVersion = KubernetesVersion::NEWEST;
 use proptest::prelude::*;
 
 fn svc(name: &str, vip: &str, port: u16) -> ServicePort {
@@ -33,11 +37,19 @@ fn ep(a: &str, port: u16, serving: bool) -> Endpoint {
 }
 
 fn matcher(services: &[ServicePort], eps: &[(&str, Vec<Endpoint>)]) -> StaleMatcher {
+    matcher_for(V137, services, eps)
+}
+
+fn matcher_for(
+    k8s: KubernetesVersion,
+    services: &[ServicePort],
+    eps: &[(&str, Vec<Endpoint>)],
+) -> StaleMatcher {
     let eps: HashMap<String, Vec<Endpoint>> = eps
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
-    StaleMatcher::build(Family::V4, services, &eps).unwrap()
+    StaleMatcher::build(Family::V4, services, &eps, k8s).unwrap()
 }
 
 const C: &str = "10.0.0.1";
@@ -101,15 +113,219 @@ fn only_serving_endpoints_count() {
 }
 
 #[test]
-fn service_without_serving_endpoints_is_skipped() {
-    let m = matcher(
+fn v136_skips_a_service_without_serving_endpoints() {
+    let m = matcher_for(
+        V136,
         &[svc("a", "10.96.0.10", 53)],
         &[("a", vec![ep("10.244.0.6", 5353, false)])],
     );
     assert!(m.is_empty());
     assert!(!m.is_stale(&dnat(C, 1, "10.96.0.10", 53, "10.244.0.6", 5353)));
-    let m = matcher(&[svc("a", "10.96.0.10", 53)], &[]);
+    let m = matcher_for(V136, &[svc("a", "10.96.0.10", 53)], &[]);
     assert!(!m.is_stale(&dnat(C, 1, "10.96.0.10", 53, "10.96.0.10", 53)));
+}
+
+#[test]
+fn v137_cleans_every_vip_flow_of_a_service_without_serving_endpoints_but_no_node_port_flow() {
+    let mut s = svc("a", "10.96.0.10", 53);
+    s.node_port = 30053;
+    s.external_ips = vec![ip("192.0.2.1")];
+    s.load_balancer_ips = vec![ip("198.51.100.1")];
+    for eps in [vec![ep("10.244.0.6", 5353, false)], vec![]] {
+        let m = matcher_for(V137, &[s.clone()], &[("a", eps)]);
+        assert!(!m.is_empty());
+        for fe in ["10.96.0.10", "192.0.2.1", "198.51.100.1"] {
+            assert!(m.is_stale(&dnat(C, 1, fe, 53, "10.244.0.6", 5353)), "{fe}");
+            assert!(m.is_stale(&dnat(C, 1, fe, 53, fe, 53)), "{fe} not DNATed");
+            assert!(!m.is_stale(&dnat(C, 1, fe, 54, "10.244.0.6", 5353)), "{fe}");
+        }
+        assert!(!m.is_stale(&dnat(C, 1, "192.168.1.1", 30053, "10.244.0.6", 5353)));
+        assert!(!m.is_stale(&dnat(C, 1, "203.0.113.9", 30053, "203.0.113.9", 30053)));
+    }
+    // Another service's node port at the same number is still matched.
+    let mut b = svc("b", "10.96.0.20", 53);
+    b.node_port = 30053;
+    let m = matcher_for(V137, &[b, s], &[("b", vec![ep("10.244.0.8", 53, true)])]);
+    assert!(m.is_stale(&dnat(C, 1, "192.168.1.1", 30053, "10.244.0.6", 5353)));
+    assert!(!m.is_stale(&dnat(C, 1, "192.168.1.1", 30053, "10.244.0.8", 53)));
+}
+
+#[test]
+fn deleted_frontends_are_stale_from_v137_once() {
+    let mut gone = svc("gone", "10.96.0.30", 53);
+    gone.node_port = 30053;
+    gone.external_ips = vec![ip("192.0.2.3")];
+    let eps = [("gone", vec![ep("10.244.0.7", 5353, true)])];
+    let kept = svc("kept", "10.96.0.10", 53);
+    let kept_eps = ("kept", vec![ep("10.244.0.5", 5353, true)]);
+    for k8s in [V136, V137] {
+        let before = matcher_for(
+            k8s,
+            &[gone.clone(), kept.clone()],
+            &[eps[0].clone(), kept_eps.clone()],
+        );
+        let now = matcher_for(
+            k8s,
+            std::slice::from_ref(&kept),
+            std::slice::from_ref(&kept_eps),
+        );
+        let m = now.with_deleted(Some(&before));
+        let f = |fe: &str, port: u16| dnat(C, 1, fe, port, "10.244.0.7", 5353);
+        let cleaned = k8s == V137;
+        assert_eq!(m.is_stale(&f("10.96.0.30", 53)), cleaned, "{k8s}");
+        assert_eq!(m.is_stale(&f("192.0.2.3", 53)), cleaned, "{k8s}");
+        assert!(
+            !m.is_stale(&f("192.168.1.1", 30053)),
+            "node ports are left alone"
+        );
+        assert!(!m.is_stale(&dnat(C, 1, "10.96.0.10", 53, "10.244.0.5", 5353)));
+        // The tables handed over are not changed, so the next pass no longer sees them.
+        assert!(!now.is_stale(&f("10.96.0.30", 53)));
+        assert!(!now.with_deleted(None).is_stale(&f("10.96.0.30", 53)));
+    }
+    // A frontend that is back is not deleted.
+    let before = matcher_for(V137, &[gone.clone()], &eps);
+    let back = matcher_for(V137, &[gone], &eps);
+    assert!(!back.with_deleted(Some(&before)).is_stale(&dnat(
+        C,
+        1,
+        "10.96.0.30",
+        53,
+        "10.244.0.7",
+        5353
+    )));
+}
+
+// ---- v1.37's own tables (cleanup_test.go) ----
+
+const T_CLUSTER_IP: &str = "172.30.1.1";
+const T_EXTERNAL_IP: &str = "192.168.99.100";
+const T_LB_IP: &str = "1.2.3.4";
+const T_SERVING: &str = "10.240.0.4";
+const T_NON_SERVING: &str = "10.240.1.5";
+const T_DELETED: &str = "10.240.2.6";
+const T_OLD_EP_PORT: u16 = 8080;
+const T_EP_PORT: u16 = 9090;
+const T_SVC_PORT: u16 = 8000;
+const T_NODE_PORT: u16 = 32000;
+const T_NON_SVC_PORT: u16 = 3000;
+
+/// `generateConntrackEntry`: a flow to `dst` (none for node-port entries) reply-sourced from
+/// `backend`.
+fn entry(dst: Option<&str>, port: u16, backend: &str, bport: u16, proto: u8) -> Flow {
+    let mut f = dnat(C, 1, dst.unwrap_or("0.0.0.0"), port, backend, bport);
+    f.orig.dst = dst.map(ip);
+    f.orig.proto = proto;
+    f.reply.proto = proto;
+    f
+}
+
+/// The service of the tables: one port per protocol, the UDP and SCTP ones with a node port,
+/// all sharing the cluster, external and load-balancer IPs.
+fn table_service(eps: Vec<Endpoint>) -> (Vec<ServicePort>, HashMap<String, Vec<Endpoint>>) {
+    let mut services = vec![];
+    let mut endpoints = HashMap::new();
+    for (name, proto, node_port) in [
+        ("test/cleanup-test:test-tcp", Protocol::Tcp, 0),
+        ("test/cleanup-test:test-udp", Protocol::Udp, T_NODE_PORT),
+        ("test/cleanup-test:test-sctp", Protocol::Sctp, T_NODE_PORT),
+    ] {
+        let mut s = svc(name, T_CLUSTER_IP, T_SVC_PORT);
+        s.protocol = proto;
+        s.node_port = node_port;
+        s.external_ips = vec![ip(T_EXTERNAL_IP)];
+        s.load_balancer_ips = vec![ip(T_LB_IP)];
+        services.push(s);
+        endpoints.insert(name.to_string(), eps.clone());
+    }
+    (services, endpoints)
+}
+
+/// `TestCleanStaleEntries`: 72 entries, 14 cleared; the same under both releases.
+#[test]
+fn upstream_clean_stale_entries_table() {
+    let (services, eps) = table_service(vec![
+        ep(T_SERVING, T_EP_PORT, true),
+        ep(T_NON_SERVING, T_EP_PORT, false),
+    ]);
+    let mut before = vec![];
+    let mut after = vec![];
+    // Endpoints that changed port but not IP: cleared.
+    for dst in [T_CLUSTER_IP, T_LB_IP, T_EXTERNAL_IP] {
+        before.push(entry(Some(dst), T_SVC_PORT, T_SERVING, T_OLD_EP_PORT, 17));
+    }
+    for backend in [T_SERVING, T_NON_SERVING, T_DELETED] {
+        for proto in [6u8, 17, 132] {
+            for dst in [T_CLUSTER_IP, T_LB_IP, T_EXTERNAL_IP] {
+                for port in [T_SVC_PORT, T_NON_SVC_PORT] {
+                    let e = entry(Some(dst), port, backend, T_EP_PORT, proto);
+                    if !(proto == 17 && port == T_SVC_PORT && backend != T_SERVING) {
+                        after.push(e);
+                    }
+                    before.push(e);
+                }
+            }
+            let e = entry(None, T_NODE_PORT, backend, T_EP_PORT, proto);
+            if !(proto == 17 && backend != T_SERVING) {
+                after.push(e);
+            }
+            before.push(e);
+        }
+    }
+    // Not DNATed (no reject rule for a service without endpoints): cleared at the service port.
+    for dst in [T_CLUSTER_IP, T_LB_IP, T_EXTERNAL_IP] {
+        for port in [T_SVC_PORT, T_NON_SVC_PORT] {
+            let mut e = entry(Some(dst), port, dst, 0, 17);
+            e.reply.src_port = 0;
+            if port != T_SVC_PORT {
+                after.push(e);
+            }
+            before.push(e);
+        }
+    }
+    assert_eq!((before.len(), after.len()), (72, 58));
+    for k8s in [V136, V137] {
+        let m = StaleMatcher::build(Family::V4, &services, &eps, k8s).unwrap();
+        let left: Vec<Flow> = before.iter().filter(|f| !m.is_stale(f)).copied().collect();
+        assert_eq!(left, after, "{k8s}");
+    }
+}
+
+/// `TestServiceWithoutEndpoints` (v1.37): every UDP entry to the frontends of a service without
+/// serving endpoints goes, whatever it is DNATed to; other ports, other protocols and node-port
+/// entries stay. v1.36 kept them all.
+#[test]
+fn upstream_service_without_endpoints_table() {
+    let mut services = vec![];
+    let mut s = svc("test/cleanup-test:test-udp", T_CLUSTER_IP, T_SVC_PORT);
+    s.node_port = T_NODE_PORT;
+    s.external_ips = vec![ip(T_EXTERNAL_IP)];
+    s.load_balancer_ips = vec![ip(T_LB_IP)];
+    services.push(s);
+    let eps = HashMap::new();
+    let mut before = vec![];
+    for dst in [T_CLUSTER_IP, T_LB_IP, T_EXTERNAL_IP] {
+        for backend in [T_SERVING, T_DELETED] {
+            before.push(entry(Some(dst), T_SVC_PORT, backend, T_EP_PORT, 17));
+        }
+    }
+    let after = vec![
+        entry(
+            Some(T_EXTERNAL_IP),
+            T_NON_SVC_PORT,
+            T_DELETED,
+            T_EP_PORT,
+            17,
+        ),
+        entry(Some(T_EXTERNAL_IP), T_SVC_PORT, T_DELETED, T_EP_PORT, 6),
+        entry(None, T_NODE_PORT, T_DELETED, T_EP_PORT, 17),
+    ];
+    before.extend(after.iter().copied());
+    let m = StaleMatcher::build(Family::V4, &services, &eps, V137).unwrap();
+    let left: Vec<Flow> = before.iter().filter(|f| !m.is_stale(f)).copied().collect();
+    assert_eq!(left, after);
+    let m = StaleMatcher::build(Family::V4, &services, &eps, V136).unwrap();
+    assert!(before.iter().all(|f| !m.is_stale(f)));
 }
 
 #[test]
@@ -202,14 +418,14 @@ fn headless_services_are_ignored() {
 #[test]
 fn family_mismatch_is_an_error() {
     let eps = HashMap::from([("a".to_string(), vec![ep("10.244.0.5", 53, true)])]);
-    let r = StaleMatcher::build(Family::V6, &[svc("a", "10.96.0.10", 53)], &eps);
+    let r = StaleMatcher::build(Family::V6, &[svc("a", "10.96.0.10", 53)], &eps, V137);
     assert!(matches!(r, Err(Error::FamilyMismatch(_))));
     let mut s = svc("a", "fd00::10", 53);
     s.external_ips = vec![ip("192.0.2.1")]; // other-family external IPs are filtered, not errors
-    let r = StaleMatcher::build(Family::V6, &[s.clone()], &eps);
+    let r = StaleMatcher::build(Family::V6, &[s.clone()], &eps, V137);
     assert!(matches!(r, Err(Error::FamilyMismatch(m)) if m.contains("endpoint")));
     let eps6 = HashMap::from([("a".to_string(), vec![ep("fd00:244::5", 53, true)])]);
-    let m = StaleMatcher::build(Family::V6, &[s], &eps6).unwrap();
+    let m = StaleMatcher::build(Family::V6, &[s], &eps6, V137).unwrap();
     assert!(m.is_stale(&dnat("fd00::1", 1, "fd00::10", 53, "fd00:244::6", 53)));
 }
 
@@ -222,7 +438,8 @@ fn non_udp_services_are_not_family_checked() {
         ("web".to_string(), vec![ep("10.244.0.7", 8080, true)]),
         ("dns".to_string(), vec![ep("fd00:244::5", 53, true)]),
     ]);
-    let m = StaleMatcher::build(Family::V6, &[web, svc("dns", "fd00::10", 53)], &eps).unwrap();
+    let m =
+        StaleMatcher::build(Family::V6, &[web, svc("dns", "fd00::10", 53)], &eps, V137).unwrap();
     assert!(m.is_stale(&dnat("fd00::1", 1, "fd00::10", 53, "fd00:244::6", 53)));
     assert!(!m.is_stale(&dnat("fd00::1", 1, "fd00::10", 53, "fd00:244::5", 53)));
 }
@@ -233,7 +450,7 @@ fn ipv6_rules() {
     s.node_port = 30053;
     s.load_balancer_ips = vec![ip("2001:db8::5")];
     let eps = HashMap::from([("a".to_string(), vec![ep("fd00:244::5", 5353, true)])]);
-    let m = StaleMatcher::build(Family::V6, &[s], &eps).unwrap();
+    let m = StaleMatcher::build(Family::V6, &[s], &eps, V137).unwrap();
     assert!(!m.is_stale(&dnat("fd00::1", 1, "fd00:96::a", 53, "fd00:244::5", 5353)));
     assert!(m.is_stale(&dnat("fd00::1", 1, "fd00:96::a", 53, "fd00:244::6", 5353)));
     assert!(m.is_stale(&dnat("fd00::1", 1, "2001:db8::5", 53, "fd00:244::6", 5353)));
@@ -251,6 +468,7 @@ fn join(ip: Option<IpAddr>, port: u16) -> String {
 }
 
 fn upstream_is_stale(
+    k8s: KubernetesVersion,
     services: &[ServicePort],
     eps: &HashMap<String, Vec<Endpoint>>,
     flows: &[Flow],
@@ -268,14 +486,15 @@ fn upstream_is_stale(
             .filter(|e| e.serving)
             .map(|e| join(Some(e.ip), e.port))
             .collect();
-        if set.is_empty() {
+        // v1.36 skipped a port without serving endpoints; v1.37 keeps its VIPs, not its node port.
+        if set.is_empty() && k8s == V136 {
             continue;
         }
         vip.insert(join(s.cluster_ip, s.port), set.clone());
         for i in s.load_balancer_ips.iter().chain(&s.external_ips) {
             vip.insert(join(Some(*i), s.port), set.clone());
         }
-        if s.node_port != 0 {
+        if s.node_port != 0 && !set.is_empty() {
             np.insert(s.node_port, set);
         }
     }
@@ -377,6 +596,10 @@ fn arb_eps() -> impl Strategy<Value = HashMap<String, Vec<Endpoint>>> {
     })
 }
 
+fn arb_k8s() -> impl Strategy<Value = KubernetesVersion> {
+    prop_oneof![Just(V136), Just(V137)]
+}
+
 fn arb_case() -> impl Strategy<Value = (Vec<ServicePort>, HashMap<String, Vec<Endpoint>>, Vec<Flow>)>
 {
     let services = (0usize..4).prop_flat_map(|n| (0..n).map(arb_service).collect::<Vec<_>>());
@@ -392,9 +615,9 @@ proptest! {
 
     /// The binary-keyed matcher decides exactly as upstream's string-keyed algorithm.
     #[test]
-    fn matches_upstream_transcription((services, eps, flows) in arb_case()) {
-        let m = StaleMatcher::build(Family::V4, &services, &eps).unwrap();
-        let want = upstream_is_stale(&services, &eps, &flows);
+    fn matches_upstream_transcription((services, eps, flows) in arb_case(), k8s in arb_k8s()) {
+        let m = StaleMatcher::build(Family::V4, &services, &eps, k8s).unwrap();
+        let want = upstream_is_stale(k8s, &services, &eps, &flows);
         let got: Vec<bool> = flows.iter().map(|f| m.is_stale(f)).collect();
         prop_assert_eq!(got, want);
     }
@@ -406,9 +629,12 @@ proptest! {
     fn the_diff_selects_what_the_full_pass_selects(
         (old_svcs, old_eps, flows) in arb_case(),
         (new_svcs, new_eps, _) in arb_case(),
+        k8s in arb_k8s(),
     ) {
-        let old = StaleMatcher::build(Family::V4, &old_svcs, &old_eps).unwrap();
-        let new = StaleMatcher::build(Family::V4, &new_svcs, &new_eps).unwrap();
+        let old = StaleMatcher::build(Family::V4, &old_svcs, &old_eps, k8s).unwrap();
+        let handed = StaleMatcher::build(Family::V4, &new_svcs, &new_eps, k8s).unwrap();
+        // The pass runs with the frontends deleted since the old tables.
+        let new = handed.with_deleted(Some(&old)).into_owned();
         let table: Vec<&Flow> = flows.iter().filter(|f| !old.is_stale(f)).collect();
         let d = stale_diff(&old, &new);
         for f in &table {
@@ -424,8 +650,8 @@ proptest! {
     /// port it hits (so a flow to a serving endpoint survives unless upstream's port-collision
     /// quirk applies, which the condition accounts for).
     #[test]
-    fn flows_to_serving_endpoints_survive((services, eps, flows) in arb_case()) {
-        let m = StaleMatcher::build(Family::V4, &services, &eps).unwrap();
+    fn flows_to_serving_endpoints_survive((services, eps, flows) in arb_case(), k8s in arb_k8s()) {
+        let m = StaleMatcher::build(Family::V4, &services, &eps, k8s).unwrap();
         for f in &flows {
             let backend = (f.reply.src.unwrap(), f.reply.src_port);
             let hits: Vec<&ServicePort> = services.iter().filter(|s| {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use common::{dnat, ep, ip, svc, tcp, Netns};
 use kubenode_conntrack::{
     clean_stale, CleanOptions, CleanPath, CleanReport, Conntrack, DumpFilter, Endpoint, Family,
-    FlushFilter, FlushSupport, FullReason, Progress, ServicePort, StaleMatcher,
+    FlushFilter, FlushSupport, FullReason, KubernetesVersion, Progress, ServicePort, StaleMatcher,
 };
 
 type Key = (u16, std::net::IpAddr, u16);
@@ -81,11 +81,20 @@ fn a_filtered_flush_deletes_exactly_the_matching_flows() {
 struct Tables {
     services: Vec<ServicePort>,
     endpoints: HashMap<String, Vec<Endpoint>>,
+    k8s: KubernetesVersion,
 }
 
 impl Tables {
+    fn new(services: Vec<ServicePort>, endpoints: HashMap<String, Vec<Endpoint>>) -> Self {
+        Tables {
+            services,
+            endpoints,
+            k8s: KubernetesVersion::NEWEST,
+        }
+    }
+
     fn matcher(&self) -> StaleMatcher {
-        StaleMatcher::build(Family::V4, &self.services, &self.endpoints).unwrap()
+        StaleMatcher::build(Family::V4, &self.services, &self.endpoints, self.k8s).unwrap()
     }
 }
 
@@ -109,6 +118,8 @@ fn pin_costs(ct: &mut Conntrack, targeted_wins: bool) {
 fn the_handle_takes_the_targeted_path_for_what_changed() {
     let ns = Netns::new();
     let mut ct = ns.open();
+    // v1.36 skips the service without endpoints, so it is a frontend the old matcher did not
+    // know once it gets one (v1.37 knows it, with an empty set: see the tests below).
     let mut t = Tables {
         services: vec![
             svc("dns", "10.96.0.10", 53, 30053),
@@ -118,6 +129,7 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
             "dns".to_string(),
             vec![ep("10.244.0.5", 5353), ep("10.244.0.6", 5353)],
         )]),
+        k8s: KubernetesVersion::OLDEST,
     };
     let r = pass(&mut ct, &t, false);
     assert_eq!(
@@ -184,10 +196,10 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
 fn a_partial_pass_makes_the_next_one_full() {
     let ns = Netns::new();
     let mut ct = ns.open();
-    let t = Tables {
-        services: vec![svc("dns", "10.96.0.10", 53, 0)],
-        endpoints: HashMap::from([("dns".to_string(), vec![ep("10.244.0.5", 5353)])]),
-    };
+    let t = Tables::new(
+        vec![svc("dns", "10.96.0.10", 53, 0)],
+        HashMap::from([("dns".to_string(), vec![ep("10.244.0.5", 5353)])]),
+    );
     ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
     let r = pass(&mut ct, &t, false);
     assert!(r.partial);
@@ -207,13 +219,13 @@ fn the_walk_cost_comes_from_the_full_pass_dump_then_from_targeted_walks() {
     assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 2000);
     // Nothing walked the table at open, so nothing is known of a walk yet.
     assert_eq!(ct.stale_costs_mut(Family::V4).walk_per_entry(2000), None);
-    let mut t = Tables {
-        services: vec![svc("dns", "10.96.0.10", 53, 0)],
-        endpoints: HashMap::from([(
+    let mut t = Tables::new(
+        vec![svc("dns", "10.96.0.10", 53, 0)],
+        HashMap::from([(
             "dns".to_string(),
             vec![ep("10.244.0.5", 5353), ep("10.244.0.6", 5353)],
         )]),
-    };
+    );
     assert_eq!(pass(&mut ct, &t, false).path, CleanPath::Full);
     let from_dump = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
     assert!(from_dump.is_some_and(|w| w > 0.0), "{from_dump:?}");
@@ -228,4 +240,97 @@ fn the_walk_cost_comes_from_the_full_pass_dump_then_from_targeted_walks() {
     // The flush was timed, and its measure replaces the estimate.
     let measured = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
     assert!(measured.is_some_and(|w| w > 0.0) && measured != from_dump);
+}
+
+/// A service that dropped to zero serving endpoints, and one that was deleted, lose every flow
+/// to their VIPs from v1.37 (the deleted one ahead of upstream), whichever path the pass
+/// takes; node-port flows stay (matched by port alone, they could be anyone's). v1.36 keeps
+/// them all.
+#[test]
+fn flows_of_a_service_without_endpoints_or_deleted_go_on_either_path() {
+    for k8s in [KubernetesVersion::NEWEST, KubernetesVersion::OLDEST] {
+        for full in [false, true] {
+            let ns = Netns::new();
+            let mut ct = ns.open();
+            let mut dns = svc("dns", "10.96.0.10", 53, 30053);
+            dns.external_ips = vec![ip("192.0.2.10")];
+            let mut t = Tables {
+                services: vec![dns, svc("gone", "10.96.0.30", 53, 0)],
+                endpoints: HashMap::from([
+                    (
+                        "dns".to_string(),
+                        vec![ep("10.244.0.5", 5353), ep("10.244.0.6", 5353)],
+                    ),
+                    ("gone".to_string(), vec![ep("10.244.0.7", 5353)]),
+                ]),
+                k8s,
+            };
+            assert_eq!(pass(&mut ct, &t, false).path, CleanPath::Full);
+            let flows = vec![
+                dnat("10.0.0.1", 1000, "10.96.0.10", 53, "10.244.0.5", 5353),
+                dnat("10.0.0.1", 1001, "10.96.0.10", 53, "10.244.0.6", 5353),
+                dnat("10.0.0.1", 1002, "192.0.2.10", 53, "10.244.0.5", 5353),
+                dnat("10.0.0.1", 1003, "203.0.113.9", 30053, "10.244.0.5", 5353),
+                // Foreign traffic to the node port number: not the service's.
+                dnat("10.0.0.1", 1004, "203.0.113.9", 30053, "203.0.113.9", 30053),
+                dnat("10.0.0.1", 1005, "10.96.0.30", 53, "10.244.0.7", 5353),
+                dnat("10.0.0.1", 1006, "203.0.113.10", 9999, "203.0.113.10", 9999),
+            ];
+            assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 7);
+            pin_costs(&mut ct, true);
+            t.endpoints.insert("dns".into(), vec![]);
+            t.services.retain(|s| s.name != "gone");
+            t.endpoints.remove("gone");
+            let r = pass(&mut ct, &t, full);
+            let ports: Vec<u16> = left(&mut ct).iter().map(|k| k.0).collect();
+            let what = format!("{k8s} full={full}: {r:?}");
+            if k8s == KubernetesVersion::OLDEST {
+                assert_eq!(r.deleted, 0, "{what}");
+                assert_eq!(
+                    ports,
+                    vec![1000, 1001, 1002, 1003, 1004, 1005, 1006],
+                    "{what}"
+                );
+                continue;
+            }
+            let path = if full {
+                CleanPath::Full
+            } else {
+                CleanPath::Targeted
+            };
+            assert_eq!(r.path, path, "{what}");
+            assert_eq!((r.stale, r.deleted, r.failed), (4, 4, 0), "{what}");
+            assert_eq!(ports, vec![1003, 1004, 1006], "{what}");
+
+            // Deleted frontends count once: traffic to the old VIP afterwards is no service's.
+            ct.create(
+                Family::V4,
+                &[dnat("10.0.0.1", 1007, "10.96.0.30", 53, "10.96.0.30", 53)],
+            )
+            .unwrap();
+            assert_eq!(pass(&mut ct, &t, true).deleted, 0);
+        }
+    }
+}
+
+/// A pass that does not get through keeps the deleted frontends for the next one.
+#[test]
+fn deleted_frontends_outlive_an_incomplete_pass() {
+    let ns = Netns::new();
+    let mut ct = ns.open();
+    let mut t = Tables::new(
+        vec![svc("gone", "10.96.0.30", 53, 0)],
+        HashMap::from([("gone".to_string(), vec![ep("10.244.0.7", 5353)])]),
+    );
+    pass(&mut ct, &t, false);
+    t.services.clear();
+    t.endpoints.clear();
+    ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
+    assert!(pass(&mut ct, &t, false).partial);
+    let flow = dnat("10.0.0.1", 1000, "10.96.0.30", 53, "10.244.0.7", 5353);
+    ct.create(Family::V4, &[flow]).unwrap();
+    let r = pass(&mut ct, &t, false);
+    assert_eq!(r.full_reason, Some(FullReason::PreviousIncomplete));
+    assert_eq!((r.stale, r.deleted), (1, 1), "{r:?}");
+    assert!(left(&mut ct).is_empty());
 }

@@ -1,7 +1,25 @@
-//! Checked conversions of JavaScript numbers: JS has only doubles, so every index, size and ID
-//! is validated here before it reaches a core crate.
+//! Checked conversions of JavaScript values: JS has only doubles, so every index, size and ID
+//! is validated here before it reaches a core crate; and the Kubernetes release the sysctl and
+//! conntrack rules take.
 
-use crate::errors::{err, ErrorCode, Result};
+use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
+
+use crate::errors::{err, ErrorCode, ErrorKind, NativeError, Result};
+
+/// The Kubernetes release whose rules to apply (default: the newest kubenode knows). One it has
+/// no rules for is `Unsupported`, a malformed one `Parse`, both of kind `kubernetes-version`.
+pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
+    match v {
+        None => Ok(KubernetesVersion::default()),
+        Some(v) => KubernetesVersion::parse(&v).map_err(|e| {
+            let code = match e {
+                KubernetesVersionError::Unsupported { .. } => ErrorCode::Unsupported,
+                _ => ErrorCode::Parse,
+            };
+            NativeError::new(code, ErrorKind::KubernetesVersion, e)
+        }),
+    }
+}
 
 /// A non-negative integer no larger than `limit`.
 pub fn index(what: &str, v: f64, limit: u64) -> Result<u64> {

@@ -89,9 +89,10 @@ impl JsConntrack {
         )
     }
 
-    /// One cleanup pass for `family`: full, or targeted at what changed since this handle's
-    /// last successful pass (the core decides; `full` forces a full pass). The arguments and
-    /// tables are checked in the task.
+    /// One cleanup pass for `family` with the rules of `kubernetesVersion` (default: the
+    /// newest kubenode knows): full, or targeted at what changed since this handle's last
+    /// successful pass (the core decides; `full` forces a full pass). The arguments and tables
+    /// are checked in the task.
     #[napi(ts_return_type = "Promise<Outcome<ConntrackCleanReport>>")]
     pub fn clean_stale(
         &self,
@@ -100,6 +101,7 @@ impl JsConntrack {
         endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
         dry_run: Option<bool>,
         full: Option<bool>,
+        kubernetes_version: Option<String>,
     ) -> AsyncTask<Queued<Clean>> {
         let opts = CleanOptions {
             dry_run: dry_run.unwrap_or(false),
@@ -113,6 +115,7 @@ impl JsConntrack {
                 services,
                 endpoints,
                 opts,
+                kubernetes_version,
             },
         )
     }

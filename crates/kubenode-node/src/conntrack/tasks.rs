@@ -15,6 +15,7 @@ use napi::{Env, Task};
 use super::convert::{each, endpoints_in, filter_in, flow_in, flow_out, service_in, to_js};
 use super::handle::JsConntrack;
 use super::types::*;
+use crate::convert::k8s_version;
 use crate::errors::{Outcome, Result};
 
 type CoreResult<T> = std::result::Result<T, CtError>;
@@ -129,6 +130,7 @@ pub struct Clean {
     pub(super) services: Vec<ConntrackService>,
     pub(super) endpoints: HashMap<String, Vec<ConntrackEndpoint>>,
     pub(super) opts: CleanOptions,
+    pub(super) kubernetes_version: Option<String>,
 }
 
 impl Job for Clean {
@@ -136,10 +138,11 @@ impl Job for Clean {
     type Value = CleanReport;
 
     fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<CleanReport> {
+        let k8s = k8s_version(self.kubernetes_version.take())?;
         let services = each(&self.services, service_in)?;
         let endpoints = endpoints_in(&self.endpoints)?;
         // The tables are checked (and the matcher built) before the handle is touched.
-        let matcher = stale_matcher(family, &services, &endpoints).map_err(to_js)?;
+        let matcher = stale_matcher(family, &services, &endpoints, k8s).map_err(to_js)?;
         let (opts, progress) = (self.opts, &*self.progress);
         ct.with(|c| clean_stale(c, family, &matcher, opts, progress))
             .map_err(to_js)

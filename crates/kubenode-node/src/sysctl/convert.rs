@@ -3,26 +3,11 @@
 
 use std::borrow::Cow;
 
-use kubenode_sysctl::{
-    ApplyError, BatchError, FieldError, KubernetesVersion, KubernetesVersionError,
-};
+use kubenode_sysctl::{ApplyError, BatchError, FieldError};
 use napi::{JsString, JsValue};
 
 use super::types::SysctlFieldError;
-use crate::errors::{err, ErrorCode, ErrorKind, ErrorScope, NativeError, Result};
-
-pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
-    match v {
-        None => Ok(KubernetesVersion::default()),
-        Some(v) => KubernetesVersion::parse(&v).map_err(|e| {
-            let code = match e {
-                KubernetesVersionError::Unsupported { .. } => ErrorCode::Unsupported,
-                _ => ErrorCode::Parse,
-            };
-            NativeError::new(code, ErrorKind::KubernetesVersion, e)
-        }),
-    }
-}
+use crate::errors::{err, ErrorCode, ErrorScope, NativeError, Result};
 
 /// Reusable buffers for reading the joined names, so an admission allocates nothing.
 #[derive(Default)]

@@ -23,8 +23,9 @@ use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
 use napi_derive::napi;
 
+use crate::convert::k8s_version;
 use crate::errors::{err, throwing, ErrorCode, NativeError};
-use convert::{field_errors, k8s_version};
+use convert::field_errors;
 use tasks::{ApplyTask, ProbeTask};
 use types::*;
 
