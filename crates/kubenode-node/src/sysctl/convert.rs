@@ -24,6 +24,12 @@ pub fn k8s_version(v: Option<String>) -> Result<KubernetesVersion> {
     }
 }
 
+/// The host-flag byte of a pod (`HOST_NETWORK`, `HOST_IPC`, `POD_USERNS`); higher bits are not
+/// flags and are dropped.
+pub fn flag_byte(flags: u32) -> u8 {
+    (flags & 0xff) as u8
+}
+
 /// Reusable buffers for reading the joined names, so an admission allocates nothing.
 #[derive(Default)]
 pub struct Scratch {
