@@ -42,7 +42,7 @@ const HOST_NETWORK: u32 = kubenode_sysctl::HOST_NETWORK as u32;
 
 /// `sysctlValidate` flag: AllowNamespacedSysctlsForHostNetAndHostIPC.
 #[napi]
-pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 4;
+pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 8;
 
 const HOST_IPC: u32 = kubenode_sysctl::HOST_IPC as u32;
 
@@ -163,7 +163,7 @@ pub fn sysctl_safe_table() -> Vec<SysctlSafeRow> {
 }
 
 /// `validateSysctls` over the names in spec order. `flags`: 1 hostNetwork, 2 hostIPC,
-/// 4 AllowNamespacedSysctlsForHostNetAndHostIPC.
+/// 8 AllowNamespacedSysctlsForHostNetAndHostIPC.
 #[napi]
 pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<SysctlFieldError> {
     field_errors(validate_sysctls(
