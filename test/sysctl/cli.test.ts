@@ -234,13 +234,18 @@ describe('host user namespace and defaultPodSysctls', () => {
         'invalid configuration: "kernel.printk" is not known to be namespaced for defaultPodSysctls',
       ],
       [['defaultPodSysctls: {"net.ipv4.ip_forward": 1}'], 'must be a string'],
-      [['kind: Pod'], 'kind is "Pod", want KubeletConfiguration'],
+      [['kind: Pod'], 'malformed YAML: Map keys must be unique'],
     ] as const) {
       const r = run(['admit', p, '--kernel', '6.1', '--kubelet-config', configFile([...lines])]);
       expect(r.code, message).toBe(2);
       expect(r.stderr).toContain(message);
     }
     expect(run(['admit', p, '--kubelet-config', join(dir, 'missing.yaml')]).code).toBe(2);
+    const pod = join(dir, 'not-kubelet.yaml');
+    writeFileSync(pod, 'apiVersion: v1\nkind: Pod\n');
+    const r = run(['admit', p, '--kubelet-config', pod]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('kind is "Pod", want KubeletConfiguration');
   });
 
   it('sysctl policy check-defaults: exit 0 inside, 1 with the offending names outside, 2 for bad input', () => {
