@@ -301,6 +301,20 @@ describe('host user namespace and defaultPodSysctls', () => {
         { name: 'kernel.shmmni', value: '8192' },
       ],
     });
+    // A v1.36 kubelet does not know the gate: the configuration is one it refuses.
+    const v136 = run([
+      'sysctl',
+      'policy',
+      'check-defaults',
+      '--policy',
+      policy,
+      '--kubelet-config',
+      inside,
+      '--kubernetes-version',
+      'v1.36',
+    ]);
+    expect(v136.code).toBe(2);
+    expect(v136.stderr).toContain('unrecognized feature gate: DefaultPodSysctls');
     const invalid = configFile(['defaultPodSysctls: {"vm.x": "1"}']);
     expect(
       run(['sysctl', 'policy', 'check-defaults', '--policy', policy, '--kubelet-config', invalid]).code,

@@ -94,26 +94,39 @@ export function registerSysctlPolicy(sysctl: Command): void {
     )
     .requiredOption('--policy <file>', 'sysctl policy file (YAML or JSON)')
     .requiredOption('--kubelet-config <file>', 'KubeletConfiguration file with defaultPodSysctls')
+    .option(
+      '--kubernetes-version <version>',
+      "the kubelet's release, e.g. v1.36 (default: the policy file's kubernetesVersion, else v1.37)",
+    )
     .option('-o, --output <format>', 'output format: text or json', 'text')
-    .action(async (opts: { policy: string; kubeletConfig: string; output?: string }) => {
-      const f = opts.output ?? 'text';
-      if (f !== 'text' && f !== 'json')
-        usage(`unknown output format ${JSON.stringify(f)} (want text or json)`);
-      const [file, config] = await Promise.all([
-        loadSysctlPolicyFile(opts.policy),
-        loadKubeletSysctlConfig(opts.kubeletConfig),
-      ]).catch((e: unknown) => {
-        if (isKubenodeError(e)) usage(e.message);
-        throw e;
-      });
-      const errors = orUsage(() => validateDefaultPodSysctls(config));
-      if (errors.length > 0) usage(`${opts.kubeletConfig}: ${errors.join('; ')}`);
-      const outside = orUsage(() => file.checkDefaults(config));
-      if (f === 'json') printJson({ inside: outside.length === 0, outside });
-      else if (outside.length === 0) out('INSIDE\n');
-      else for (const o of outside) out(`OUTSIDE ${o.name}=${o.value}: ${o.message}\n`);
-      if (outside.length > 0) throw new CliExit(1);
-    });
+    .action(
+      async (opts: {
+        policy: string;
+        kubeletConfig: string;
+        kubernetesVersion?: string;
+        output?: string;
+      }) => {
+        const f = opts.output ?? 'text';
+        if (f !== 'text' && f !== 'json')
+          usage(`unknown output format ${JSON.stringify(f)} (want text or json)`);
+        const [file, kubelet] = await Promise.all([
+          loadSysctlPolicyFile(opts.policy),
+          loadKubeletSysctlConfig(opts.kubeletConfig),
+        ]).catch((e: unknown) => {
+          if (isKubenodeError(e)) usage(e.message);
+          throw e;
+        });
+        const release = opts.kubernetesVersion ?? file.spec.kubernetesVersion;
+        const config = release === undefined ? kubelet : { ...kubelet, kubernetesVersion: release };
+        const errors = orUsage(() => validateDefaultPodSysctls(config));
+        if (errors.length > 0) usage(`${opts.kubeletConfig}: ${errors.join('; ')}`);
+        const outside = orUsage(() => file.checkDefaults(config));
+        if (f === 'json') printJson({ inside: outside.length === 0, outside });
+        else if (outside.length === 0) out('INSIDE\n');
+        else for (const o of outside) out(`OUTSIDE ${o.name}=${o.value}: ${o.message}\n`);
+        if (outside.length > 0) throw new CliExit(1);
+      },
+    );
 
   policy
     .command('schema')
