@@ -109,15 +109,44 @@ describe('allowlist.admit', () => {
     expect(w.admit({ pod: pod(['kernel.msgmax'], { hostIPC: true }) }).message).toBe(
       'forbidden sysctl: "kernel.msgmax" not allowed with host IPC enabled',
     );
-    // hostIPC does not affect Net sysctls, nor hostNetwork IPC ones; UTS/User never host-checked.
+    // hostIPC does not affect Net sysctls, nor hostNetwork IPC ones; UTS is never host-checked.
     expect(
       w.admit({
-        pod: pod(['net.core.somaxconn', 'kernel.domainname', 'user.max_user_namespaces'], { hostIPC: true }),
+        pod: pod(['net.core.somaxconn', 'kernel.domainname', 'user.max_user_namespaces'], {
+          hostIPC: true,
+          hostUsers: false,
+        }),
       }).admit,
     ).toBe(true);
     expect(w.admit({ pod: pod(['kernel.sem', 'kernel.domainname'], { hostNetwork: true }) }).admit).toBe(
       true,
     );
+  });
+
+  // v1.37.2 allowlist.go: a User sysctl needs the pod's own user namespace (`hostUsers: false`).
+  it.each([
+    [{}, false],
+    [{ hostUsers: true }, false],
+    [{ hostUsers: null }, false],
+    [{ hostUsers: false }, true],
+    [{ hostUsers: false, hostNetwork: true, hostIPC: true }, true],
+  ])('a user.* sysctl with spec %j is admitted: %s', (spec, admitted) => {
+    const p = pod(['user/max_user_namespaces'], spec);
+    const want = admitted
+      ? { admit: true }
+      : {
+          admit: false,
+          reason: 'SysctlForbidden',
+          message: 'forbidden sysctl: "user.max_user_namespaces" not allowed with host User enabled',
+        };
+    expect(w.admit({ pod: p })).toEqual(want);
+    expect(w.admitMany([p, pod(['kernel.sem'])])).toEqual([want, { admit: true }]);
+  });
+
+  it('refuses a non-boolean hostUsers with a typed error', () => {
+    expect(() =>
+      w.admit({ pod: { spec: { hostUsers: 'no', securityContext: { sysctls: [] } } } as unknown as Pod }),
+    ).toThrow(/spec\.hostUsers must be a boolean, got "no"/);
   });
 
   it('quotes odd names like Go %q and survives bad input', () => {

@@ -162,3 +162,162 @@ describe('--kubernetes-version', () => {
     );
   });
 });
+
+function configFile(lines: string[]): string {
+  const file = join(dir, `kubelet-${n++}.yaml`);
+  writeFileSync(
+    file,
+    ['apiVersion: kubelet.config.k8s.io/v1beta1', 'kind: KubeletConfiguration', ...lines, ''].join('\n'),
+  );
+  return file;
+}
+
+describe('host user namespace and defaultPodSysctls', () => {
+  it('admit: a user.* sysctl needs hostUsers: false (v1.37); a v1.36 kubelet refuses the pattern', () => {
+    const host = podFile(sysctls('user.max_user_namespaces'));
+    const own = podFile(`  hostUsers: false\n${sysctls('user.max_user_namespaces')}`);
+    const flags = ['--kernel', '6.1', '--allowed-unsafe-sysctls', 'user.*'];
+    expect(run(['admit', host, ...flags])).toMatchObject({
+      code: 1,
+      stdout:
+        'REJECT SysctlForbidden: forbidden sysctl: "user.max_user_namespaces" not allowed with host User enabled\n',
+    });
+    expect(run(['admit', own, ...flags])).toMatchObject({ code: 0, stdout: 'ADMIT\n' });
+    const v136 = run(['admit', own, ...flags, '--kubernetes-version', 'v1.36']);
+    expect(v136.code).toBe(2);
+    expect(v136.stderr).toContain('the sysctls "user." are not known to be namespaced');
+  });
+
+  it('admit --kubelet-config: unsafe sysctls from the file, sandbox sysctls of an admitted pod', () => {
+    const config = configFile([
+      'allowedUnsafeSysctls: ["net.core.*"]',
+      'featureGates: {DefaultPodSysctls: true}',
+      'defaultPodSysctls: {"net.core.somaxconn": "1024", "kernel/sem": "250 32000 32 128"}',
+    ]);
+    const p = podFile(`  hostIPC: true\n${sysctls('net.core.rmem_max')}`);
+    const text = run(['admit', p, '--kernel', '6.1', '--kubelet-config', config]);
+    expect(text).toMatchObject({
+      code: 0,
+      stdout: 'ADMIT\nsandbox sysctl net.core.somaxconn=1024\nsandbox sysctl net.core.rmem_max=1\n',
+    });
+    const json = run(['admit', p, '--kernel', '6.1', '--kubelet-config', config, '-o', 'json']);
+    expect(JSON.parse(json.stdout)).toEqual({
+      admit: true,
+      sandboxSysctls: [
+        { name: 'net.core.somaxconn', value: '1024' },
+        { name: 'net.core.rmem_max', value: '1' },
+      ],
+    });
+    // The flag overrides the file's list.
+    const r = run([
+      'admit',
+      p,
+      '--kernel',
+      '6.1',
+      '--kubelet-config',
+      config,
+      '--allowed-unsafe-sysctls',
+      '',
+    ]);
+    expect(r.code).toBe(1);
+  });
+
+  it('admit --kubelet-config: a configuration the kubelet refuses exits 2 with its messages', () => {
+    const p = podFile(sysctls('kernel.shm_rmid_forced'));
+    for (const [lines, message] of [
+      [
+        ['defaultPodSysctls: {"net.ipv4.ip_forward": "1"}'],
+        'invalid configuration: DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls',
+      ],
+      [
+        ['featureGates: {DefaultPodSysctls: true}', 'defaultPodSysctls: {"kernel.printk": "7"}'],
+        'invalid configuration: "kernel.printk" is not known to be namespaced for defaultPodSysctls',
+      ],
+      [['defaultPodSysctls: {"net.ipv4.ip_forward": 1}'], 'must be a string'],
+      [['kind: Pod'], 'malformed YAML: Map keys must be unique'],
+    ] as const) {
+      const r = run(['admit', p, '--kernel', '6.1', '--kubelet-config', configFile([...lines])]);
+      expect(r.code, message).toBe(2);
+      expect(r.stderr).toContain(message);
+    }
+    expect(run(['admit', p, '--kubelet-config', join(dir, 'missing.yaml')]).code).toBe(2);
+    const pod = join(dir, 'not-kubelet.yaml');
+    writeFileSync(pod, 'apiVersion: v1\nkind: Pod\n');
+    const r = run(['admit', p, '--kubelet-config', pod]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('kind is "Pod", want KubeletConfiguration');
+  });
+
+  it('sysctl policy check-defaults: exit 0 inside, 1 with the offending names outside, 2 for bad input', () => {
+    const policy = join(dir, `policy-${n++}.yaml`);
+    writeFileSync(
+      policy,
+      [
+        'apiVersion: kubenode.io/v1alpha1',
+        'kind: SysctlPolicy',
+        'metadata: {name: web}',
+        'spec:',
+        '  sysctls:',
+        '  - {name: net.core.somaxconn, min: 128, max: 4096}',
+        '  - {name: kernel.sem}',
+        '',
+      ].join('\n'),
+    );
+    const gate = 'featureGates: {DefaultPodSysctls: true}';
+    const inside = configFile([
+      gate,
+      'defaultPodSysctls: {"net.core.somaxconn": "1024", "kernel/sem": "1 2 3 4"}',
+    ]);
+    expect(
+      run(['sysctl', 'policy', 'check-defaults', '--policy', policy, '--kubelet-config', inside]),
+    ).toMatchObject({ code: 0, stdout: 'INSIDE\n' });
+    const outside = configFile([
+      gate,
+      'defaultPodSysctls: {"net.core.somaxconn": "65535", "kernel.sem": "1", "kernel.shmmni": "8192"}',
+    ]);
+    const r = run(['sysctl', 'policy', 'check-defaults', '--policy', policy, '--kubelet-config', outside]);
+    expect(r.code).toBe(1);
+    expect(
+      r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(':')[0]),
+    ).toEqual(['OUTSIDE net.core.somaxconn=65535', 'OUTSIDE kernel.shmmni=8192']);
+    const json = run([
+      'sysctl',
+      'policy',
+      'check-defaults',
+      '--policy',
+      policy,
+      '--kubelet-config',
+      outside,
+      '-o',
+      'json',
+    ]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      inside: false,
+      outside: [
+        { name: 'net.core.somaxconn', value: '65535' },
+        { name: 'kernel.shmmni', value: '8192' },
+      ],
+    });
+    // A v1.36 kubelet does not know the gate: the configuration is one it refuses.
+    const v136 = run([
+      'sysctl',
+      'policy',
+      'check-defaults',
+      '--policy',
+      policy,
+      '--kubelet-config',
+      inside,
+      '--kubernetes-version',
+      'v1.36',
+    ]);
+    expect(v136.code).toBe(2);
+    expect(v136.stderr).toContain('unrecognized feature gate: DefaultPodSysctls');
+    const invalid = configFile(['defaultPodSysctls: {"vm.x": "1"}']);
+    expect(
+      run(['sysctl', 'policy', 'check-defaults', '--policy', policy, '--kubelet-config', invalid]).code,
+    ).toBe(2);
+  });
+});

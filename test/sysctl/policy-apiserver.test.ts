@@ -149,6 +149,34 @@ describe('rendered policies in the API server', () => {
     await api.deletePolicy('kubelet');
   });
 
+  it('enforces the host user-namespace rule of a user.* allowlist entry (v1.37)', async () => {
+    await api.namespace('userns', { case: 'userns' });
+    const options = { allowedUnsafeSysctls: ['user.*'], kernelVersion: '6.1' };
+    const rendered = sysctl.renderAdmissionPolicy(new sysctl.SysctlNamePolicy(['*']), {
+      name: 'userns',
+      ...options,
+      namespaceSelector: { matchLabels: { case: 'userns' } },
+    });
+    const allowlist = sysctl.kubeletAllowlist(options)!;
+    const sysctls = [{ name: 'user.max_user_namespaces', value: '10' }];
+    const host = pod('host', sysctls);
+    await enforce(rendered, 'userns', host);
+    for (const [k, spec] of [{}, { hostUsers: true }, { hostUsers: false }].entries()) {
+      const p = pod(`u${k}`, sysctls, spec);
+      const local = allowlist.admit({ pod: p });
+      const r = await api.dryRun('userns', p);
+      expect({ spec, status: r.status }).toEqual({ spec, status: local.admit ? 201 : 403 });
+      expect(local.admit).toBe(spec.hostUsers === false);
+      if (!local.admit) {
+        expect(messageOf(r)).toBe(`pods "u${k}" is forbidden: ${denied('userns')}${local.message}`);
+        expect(local.message).toBe(
+          'forbidden sysctl: "user.max_user_namespaces" not allowed with host User enabled',
+        );
+      }
+    }
+    await api.deletePolicy('userns');
+  });
+
   it('keeps long values within the CEL cost budget by refusing them early, as the node does', async () => {
     await api.namespace('long', { case: 'long' });
     const policy = new sysctl.SysctlPolicy([{ name: 'net.ipv4.conf.*.rp_filter', min: 0, max: 2 }]);

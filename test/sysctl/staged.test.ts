@@ -62,25 +62,31 @@ describe('staged admission', () => {
     }
   });
 
-  it('returns the first rejection as index << 2 | verdict, 0 when admitted, all-ones when unreadable', () => {
-    const raw = new native.SysctlAllowlist(['net.*', 'kernel.msg*']);
+  it('returns the first rejection as index << 3 | verdict, 0 when admitted, all-ones when unreadable', () => {
+    const raw = new native.SysctlAllowlist(['net.*', 'kernel.msg*', 'user.*']);
     const st = new Uint32Array(native.sysctlStagingBuffer());
     expect(native.sysctlStagingBuffer()).toBe(st.buffer);
-    const ids = ['net.core.somaxconn', 'kernel.msgmax', 'vm.swappiness'].map((n) => raw.intern(n));
+    const ids = ['net.core.somaxconn', 'kernel.msgmax', 'vm.swappiness', 'user.max_user_namespaces'].map(
+      (n) => raw.intern(n),
+    );
     st.set([raw.slot, 2, 0, ids[0]!, ids[1]!]);
     expect(native.sysctlAdmitStaged()).toBe(0);
     st[2] = 1; // host network: index 0, verdict 2
     expect(native.sysctlAdmitStaged()).toBe(2);
     st[2] = 2; // host IPC: index 1, verdict 3
-    expect(native.sysctlAdmitStaged()).toBe((1 << 2) | 3);
+    expect(native.sysctlAdmitStaged()).toBe((1 << 3) | 3);
     st.set([raw.slot, 3, 0, ids[0]!, ids[1]!, ids[2]!]);
-    expect(native.sysctlAdmitStaged()).toBe((2 << 2) | 1);
+    expect(native.sysctlAdmitStaged()).toBe((2 << 3) | 1);
     st[5] = 1_000_000; // unknown name index
     expect(native.sysctlAdmitStaged()).toBe(0xffffffff);
     st.set([raw.slot, native.sysctlStagedCapacity() + 1, 0]);
     expect(native.sysctlAdmitStaged()).toBe(0xffffffff);
     st.set([0xfffffff, 1, 0, ids[0]!]);
     expect(native.sysctlAdmitStaged()).toBe(0xffffffff);
+    st.set([raw.slot, 2, 0, ids[0]!, ids[3]!]); // host user namespace: index 1, verdict 4
+    expect(native.sysctlAdmitStaged()).toBe((1 << 3) | 4);
+    st[2] = 4; // the pod's own user namespace
+    expect(native.sysctlAdmitStaged()).toBe(0);
   });
 
   it('pods with more sysctls than the staging area holds are admitted the same way', () => {
@@ -115,6 +121,71 @@ describe('staged admission', () => {
       },
     } as Pod;
     expect(a.admit({ pod: tricky })).toEqual({ admit: true });
+  });
+
+  it('a name getter that admits another pod on the same allowlist cannot let a forbidden sysctl through', () => {
+    const a = sysctl.newAllowlist(['net.*']);
+    const hostile = (): Pod =>
+      ({
+        spec: {
+          securityContext: {
+            sysctls: [
+              { name: 'kernel.core_pattern' },
+              {
+                get name() {
+                  // Admitting a pod on the same allowlist while the outer pod is being read.
+                  expect(a.admit({ pod: pod(['net.core.somaxconn', 'net.core.somaxconn']) }).admit).toBe(
+                    true,
+                  );
+                  return 'net.ipv4.ip_local_port_range';
+                },
+              },
+            ],
+          },
+        },
+      }) as Pod;
+    const refused = {
+      admit: false,
+      reason: 'SysctlForbidden',
+      message: 'forbidden sysctl: "kernel.core_pattern" not allowlisted',
+    };
+    expect(a.admit({ pod: hostile() })).toEqual(refused);
+    expect(a.admitMany([pod(['vm.swappiness']), hostile(), pod(['net.a'])])).toEqual([
+      { ...refused, message: 'forbidden sysctl: "vm.swappiness" not allowlisted' },
+      refused,
+      { admit: true },
+    ]);
+  });
+
+  it('a getter that resets the name table mid-read does not misread the outer pod', () => {
+    const a = sysctl.newAllowlist(['net.*']);
+    let reentered = false;
+    const hostile = {
+      spec: {
+        securityContext: {
+          sysctls: [
+            { name: 'kernel.core_pattern' },
+            {
+              get name() {
+                if (!reentered) {
+                  reentered = true;
+                  // Enough distinct names to make the allowlist forget its registered names.
+                  for (let i = 0; i < 1 << 16; i += 512) {
+                    a.admitMany(Array.from({ length: 512 }, (_, j) => pod([`net.n${i + j}`])));
+                  }
+                }
+                return 'net.core.somaxconn';
+              },
+            },
+          ],
+        },
+      },
+    } as Pod;
+    expect(a.admit({ pod: hostile })).toEqual({
+      admit: false,
+      reason: 'SysctlForbidden',
+      message: 'forbidden sysctl: "kernel.core_pattern" not allowlisted',
+    });
   });
 
   it('each worker thread gets its own staging area and slots', async () => {

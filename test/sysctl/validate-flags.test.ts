@@ -3,11 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { sysctl } from '../../ts/index.js';
 import { native } from '../../ts/native.js';
-import { HOST_NETWORK } from '../../ts/sysctl/pod.js';
+import { HOST_IPC, HOST_NETWORK, POD_USERNS } from '../../ts/sysctl/pod.js';
 
 describe('validateSysctlNames host flags', () => {
   it('the binding exports the flag and staging constants', () => {
-    expect(native.SYSCTL_ALLOW_HOST_NAMESPACED).toBe(4);
+    expect(native.SYSCTL_ALLOW_HOST_NAMESPACED).toBe(8);
+    // Its own bit: a pod's host flags never read as the ratchet.
+    expect(native.SYSCTL_ALLOW_HOST_NAMESPACED & (HOST_NETWORK | HOST_IPC | POD_USERNS)).toBe(0);
     expect(native.SYSCTL_STAGE_HEADER).toBe(3);
   });
 

@@ -3,6 +3,8 @@
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { isKubenodeError } from '../errors.js';
+import { validateDefaultPodSysctls } from '../sysctl/defaults.js';
+import { loadKubeletSysctlConfig } from '../sysctl/kubelet-config.js';
 import { loadSysctlPolicyFile, type SysctlPolicyFile } from '../sysctl/policy-file.js';
 import { SYSCTL_POLICY_SCHEMA } from '../sysctl/policy-schema.js';
 import {
@@ -11,7 +13,7 @@ import {
   type WorkloadKind,
 } from '../sysctl/render/admission-policy.js';
 import { parseLabelSelector } from '../sysctl/render/selector.js';
-import { out, printJson, badInput as usage } from './output.js';
+import { CliExit, out, printJson, badInput as usage } from './output.js';
 
 function format(o: { output?: string }): 'yaml' | 'json' {
   const f = o.output ?? 'yaml';
@@ -82,6 +84,47 @@ export function registerSysctlPolicy(sysctl: Command): void {
         const objects = orUsage(() => file.render(overrides));
         if (f === 'json') printJson({ apiVersion: 'v1', kind: 'List', items: objects });
         else out(objects.map((o) => stringify(o, { lineWidth: 0 })).join('---\n'));
+      },
+    );
+
+  policy
+    .command('check-defaults')
+    .description(
+      "check that a node's defaultPodSysctls stay inside a policy file; exit 0 inside, 1 outside (names listed)",
+    )
+    .requiredOption('--policy <file>', 'sysctl policy file (YAML or JSON)')
+    .requiredOption('--kubelet-config <file>', 'KubeletConfiguration file with defaultPodSysctls')
+    .option(
+      '--kubernetes-version <version>',
+      "the kubelet's release, e.g. v1.36 (default: the policy file's kubernetesVersion, else v1.37)",
+    )
+    .option('-o, --output <format>', 'output format: text or json', 'text')
+    .action(
+      async (opts: {
+        policy: string;
+        kubeletConfig: string;
+        kubernetesVersion?: string;
+        output?: string;
+      }) => {
+        const f = opts.output ?? 'text';
+        if (f !== 'text' && f !== 'json')
+          usage(`unknown output format ${JSON.stringify(f)} (want text or json)`);
+        const [file, kubelet] = await Promise.all([
+          loadSysctlPolicyFile(opts.policy),
+          loadKubeletSysctlConfig(opts.kubeletConfig),
+        ]).catch((e: unknown) => {
+          if (isKubenodeError(e)) usage(e.message);
+          throw e;
+        });
+        const release = opts.kubernetesVersion ?? file.spec.kubernetesVersion;
+        const config = release === undefined ? kubelet : { ...kubelet, kubernetesVersion: release };
+        const errors = orUsage(() => validateDefaultPodSysctls(config));
+        if (errors.length > 0) usage(`${opts.kubeletConfig}: ${errors.join('; ')}`);
+        const outside = orUsage(() => file.checkDefaults(config));
+        if (f === 'json') printJson({ inside: outside.length === 0, outside });
+        else if (outside.length === 0) out('INSIDE\n');
+        else for (const o of outside) out(`OUTSIDE ${o.name}=${o.value}: ${o.message}\n`);
+        if (outside.length > 0) throw new CliExit(1);
       },
     );
 

@@ -3,8 +3,10 @@ import type { Command } from 'commander';
 import { PodAdmitChain } from '../admission/index.js';
 import { isKubenodeError, KubenodeError } from '../errors.js';
 import { probe } from '../sysctl/apply.js';
-import { allowlistFromKubeletConfig } from '../sysctl/config.js';
+import { allowlistFromKubeletConfig, type KubeletSysctlConfig } from '../sysctl/config.js';
+import { sandboxSysctls, validateDefaultPodSysctls } from '../sysctl/defaults.js';
 import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
+import { loadKubeletSysctlConfig } from '../sysctl/kubelet-config.js';
 import { isPlainObject, MAX_OBJECT_BYTES, parseDocuments, readInput } from './input.js';
 import { addOutputOption, badInput, CliExit, out, outputFormat, printJson, warn } from './output.js';
 import { registerSysctlPolicy } from './sysctl-policy.js';
@@ -28,9 +30,29 @@ async function readPod(file: string): Promise<object> {
 
 interface AdmitOptions {
   output?: string;
-  allowedUnsafeSysctls: string;
+  allowedUnsafeSysctls?: string;
+  kubeletConfig?: string;
   kernel?: string;
   kubernetesVersion?: string;
+}
+
+/** The kubelet settings of `kubenode admit`: the config file, if any, overridden by the flags. */
+async function admitConfig(opts: AdmitOptions): Promise<KubeletSysctlConfig> {
+  let config: KubeletSysctlConfig = {};
+  if (opts.kubeletConfig !== undefined) {
+    try {
+      config = await loadKubeletSysctlConfig(opts.kubeletConfig);
+    } catch (e) {
+      if (isKubenodeError(e)) badInput(e.message);
+      throw e;
+    }
+  }
+  return {
+    ...config,
+    ...(opts.allowedUnsafeSysctls !== undefined ? { allowedUnsafeSysctls: opts.allowedUnsafeSysctls } : {}),
+    ...(opts.kernel !== undefined ? { kernelVersion: opts.kernel } : {}),
+    ...(opts.kubernetesVersion !== undefined ? { kubernetesVersion: opts.kubernetesVersion } : {}),
+  };
 }
 
 export function registerSysctl(program: Command): void {
@@ -43,8 +65,11 @@ export function registerSysctl(program: Command): void {
       .argument('<pod.yaml>', 'Pod manifest, or - for stdin')
       .option(
         '--allowed-unsafe-sysctls <list>',
-        'comma-separated unsafe sysctls or patterns (ending in *)',
-        '',
+        'comma-separated unsafe sysctls or patterns (ending in *); overrides the config file',
+      )
+      .option(
+        '--kubelet-config <file>',
+        'KubeletConfiguration file: allowedUnsafeSysctls, featureGates and defaultPodSysctls (v1.37); an admitted pod then shows its sandbox sysctls',
       )
       .option('--kernel <version>', 'kernel version for the safe list (default: running kernel)')
       .option(
@@ -53,16 +78,15 @@ export function registerSysctl(program: Command): void {
       ),
   ).action(async (file: string, opts: AdmitOptions) => {
     const format = outputFormat(opts);
+    const config = await admitConfig(opts);
     let chain: PodAdmitChain;
     try {
-      chain = new PodAdmitChain([
-        allowlistFromKubeletConfig({
-          allowedUnsafeSysctls: opts.allowedUnsafeSysctls,
-          kernelVersion: opts.kernel,
-          kubernetesVersion: opts.kubernetesVersion,
-        }),
-      ]);
+      chain = new PodAdmitChain([allowlistFromKubeletConfig(config)]);
+      // A kubelet refuses to start with a bad defaultPodSysctls: so does this command.
+      const errors = validateDefaultPodSysctls(config);
+      if (errors.length > 0) badInput(errors.join('\n'));
     } catch (e) {
+      if (e instanceof CliExit) throw e;
       badInput((e as Error).message);
     }
     const pod = await readPod(file);
@@ -73,8 +97,19 @@ export function registerSysctl(program: Command): void {
       if (isKubenodeError(e)) badInput(`${file}: ${e.message}`);
       throw e;
     }
-    if (format === 'json') printJson(r);
-    else out(r.admit ? 'ADMIT\n' : `REJECT ${r.reason}: ${r.message}\n`);
+    // What the runtime is asked to set: the node's defaults that apply, then the pod's own.
+    let sandbox: ReturnType<typeof sandboxSysctls> | undefined;
+    try {
+      if (r.admit && opts.kubeletConfig !== undefined) sandbox = sandboxSysctls(pod, config);
+    } catch (e) {
+      if (isKubenodeError(e)) badInput(`${file}: ${e.message}`);
+      throw e;
+    }
+    if (format === 'json') printJson(sandbox === undefined ? r : { ...r, sandboxSysctls: sandbox });
+    else {
+      out(r.admit ? 'ADMIT\n' : `REJECT ${r.reason}: ${r.message}\n`);
+      for (const s of sandbox ?? []) out(`sandbox sysctl ${s.name}=${s.value}\n`);
+    }
     if (!r.admit) throw new CliExit(1);
   });
 

@@ -4,9 +4,17 @@
 // is written into a staging area shared with Rust and admitted by a zero-argument call (no
 // argument conversion at all); the message of a rejected pod is built natively only then.
 import type { SysctlAllowlist as NativeAllowlist } from '../binding.js';
-import { callNative, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import {
+  callNative,
+  describe,
+  fromNative,
+  isKubenodeError,
+  KubenodeError,
+  KubenodeTypeError,
+} from '../errors.js';
 import { native } from '../native.js';
-import { HOST_IPC, HOST_NETWORK, podSysctls, sysctlName } from './pod.js';
+import { kubernetesVersionOf, type SafeSysctlOptions } from './kernel.js';
+import { HOST_IPC, HOST_NETWORK, POD_USERNS, podSysctls, sysctlName } from './pod.js';
 import type { PodLike, SysctlNamespace } from './types.js';
 
 /** Pod status reason of a rejected pod (`ForbiddenReason`). */
@@ -53,10 +61,61 @@ interface PodSpecLike {
   securityContext?: unknown;
   hostNetwork?: unknown;
   hostIPC?: unknown;
+  hostUsers?: unknown;
 }
 
-/** Host flags of the pod last read by `SysctlAllowlist.#encode` (saves a result object). */
-let podFlags = 0;
+/** A pod as plain values: its sysctl names (spec order) and host flags. */
+interface ReadPod {
+  names: readonly string[];
+  flags: number;
+}
+
+const NO_SYSCTLS: readonly string[] = Object.freeze([]);
+
+/**
+ * Reads what admission needs from a pod into plain values. Reading may run getters, and a getter
+ * may admit pods on any allowlist, this one included: so a pod is read whole before an allowlist
+ * touches its name table, id buffer or the staging area. Plain-object pods with string names
+ * take the inline path; any other shape goes through `podSysctls`/`sysctlName` for their typed
+ * errors.
+ */
+function readPod(pod: unknown): ReadPod {
+  const spec = typeof pod === 'object' && pod !== null ? (pod as { spec?: unknown }).spec : undefined;
+  const sc = typeof spec === 'object' && spec !== null ? (spec as PodSpecLike).securityContext : undefined;
+  const list = typeof sc === 'object' && sc !== null ? (sc as { sysctls?: unknown }).sysctls : undefined;
+  const hn = (spec as PodSpecLike | undefined)?.hostNetwork;
+  const hi = (spec as PodSpecLike | undefined)?.hostIPC;
+  const hu = (spec as PodSpecLike | undefined)?.hostUsers;
+  let items: unknown[];
+  let flags: number;
+  if (
+    Array.isArray(list) &&
+    !Array.isArray(pod) &&
+    !Array.isArray(spec) &&
+    !Array.isArray(sc) &&
+    (hn === undefined || typeof hn === 'boolean') &&
+    (hi === undefined || typeof hi === 'boolean') &&
+    (hu === undefined || typeof hu === 'boolean')
+  ) {
+    flags = (hn === true ? HOST_NETWORK : 0) | (hi === true ? HOST_IPC : 0) | (hu === false ? POD_USERNS : 0);
+    items = list;
+  } else {
+    const r = podSysctls(pod);
+    if (r.sysctls === null) return { names: NO_SYSCTLS, flags: r.flags };
+    flags = r.flags;
+    items = r.sysctls;
+  }
+  const n = items.length;
+  if (n === 0) return { names: NO_SYSCTLS, flags };
+  const names = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const s: unknown = items[i];
+    const v =
+      typeof s === 'object' && s !== null && !Array.isArray(s) ? (s as { name?: unknown }).name : undefined;
+    names[i] = typeof v === 'string' ? v : sysctlName(s, i);
+  }
+  return { names, flags };
+}
 
 /**
  * This thread's staging area, shared with Rust, or null where the runtime refuses external
@@ -76,9 +135,17 @@ const stageCapacity =
   stage === null ? 0 : Math.min(native.sysctlStagedCapacity(), stage.length - STAGE_HEADER);
 
 /**
+ * Options of `newAllowlist`: `kubernetesVersion`, the kubelet's release (default: the newest
+ * kubenode knows), whose namespace tables decide which patterns are known to be namespaced
+ * (`user.*` and `kernel.domainname` only from v1.37).
+ */
+export type AllowlistOptions = SafeSysctlOptions;
+
+/**
  * The kubelet's sysctl admit handler (upstream `sysctl.patternAllowlist`): safe sysctls plus
  * allowed unsafe patterns, matched against each pod's `securityContext.sysctls`. A pod that sets
- * a namespaced sysctl of a namespace it shares with the host (`hostNetwork`, `hostIPC`) is rejected.
+ * a namespaced sysctl of a namespace it shares with the host (`hostNetwork`, `hostIPC`, and from
+ * v1.37 the user namespace unless `hostUsers: false`) is rejected.
  * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `patterns` is not an array of strings;
  * SysctlAllowlistError (`ERR_KUBENODE_INVALID_ARG`, upstream's message) for a pattern the kubelet
  * would refuse at startup.
@@ -90,7 +157,7 @@ export class SysctlAllowlist {
   readonly #slot: number;
 
   /** Prefer `newAllowlist`. */
-  constructor(patterns: readonly string[]) {
+  constructor(patterns: readonly string[], options: AllowlistOptions = {}) {
     if (!Array.isArray(patterns)) {
       throw new KubenodeTypeError(`patterns must be an array of strings, got ${describe(patterns)}`);
     }
@@ -99,9 +166,12 @@ export class SysctlAllowlist {
         throw new KubenodeTypeError(`patterns[${i}] must be a string, got ${describe(patterns[i])}`);
       }
     }
+    const version = kubernetesVersionOf(options);
     try {
-      this.#n = new native.SysctlAllowlist(patterns as string[]);
+      this.#n = new native.SysctlAllowlist(patterns as string[], version);
     } catch (e) {
+      const typed = fromNative(e);
+      if (isKubenodeError(typed) && typed.kind === 'kubernetes-version') throw typed;
       throw new SysctlAllowlistError((e as Error).message, { cause: e });
     }
     this.#slot = this.#n.slot;
@@ -112,39 +182,43 @@ export class SysctlAllowlist {
     if (typeof attrs !== 'object' || attrs === null) {
       throw new KubenodeTypeError(`admit attributes must be an object, got ${describe(attrs)}`);
     }
-    if (this.#names.size >= MAX_NAMES) this.#resetNames();
-    const count = this.#encode(attrs.pod, 0);
+    // Every getter of the pod runs here, before any state of this allowlist is touched.
+    const { names, flags } = readPod(attrs.pod);
+    const count = names.length;
     if (count === 0) return ADMITTED;
+    if (this.#names.size >= MAX_NAMES) this.#resetNames();
+    const ids = this.#encode(names, 0);
     const st = stage;
     if (st !== null && count <= stageCapacity) {
-      // Staged only now: reading the pod can run getters (even another allowlist's admit), but
-      // nothing runs between filling the staging area and the call.
-      const ids = this.#ids;
       for (let i = 0; i < count; i++) st[STAGE_HEADER + i] = ids[i]!;
       st[0] = this.#slot;
       st[1] = count;
-      st[2] = podFlags;
+      st[2] = flags;
       if (native.sysctlAdmitStaged() === 0) return ADMITTED;
       // Rejected (or the staged words unreadable, never expected): `admitIds` builds upstream's
       // message from the same ids natively, and throws typed errors for anything invalid.
     }
     // Direct call: with registered indexes the binding has no failure mode to translate.
-    const msg = this.#n.admitIds(this.#ids, count, podFlags);
+    const msg = this.#n.admitIds(ids, count, flags);
     return msg === null ? ADMITTED : rejected(msg);
   }
 
   /** Admits many pods in one native call; results are in input order. */
   admitMany(pods: readonly PodLike[]): AdmitResult[] {
     if (!Array.isArray(pods)) throw new KubenodeTypeError(`pods must be an array, got ${describe(pods)}`);
+    // Read every pod first (see `readPod`).
+    const read = new Array<ReadPod>(pods.length);
+    for (let p = 0; p < pods.length; p++) read[p] = readPod(pods[p]);
     if (this.#names.size >= MAX_NAMES) this.#resetNames();
     const counts = new Uint32Array(pods.length);
     const flags = new Uint8Array(pods.length);
     let total = 0;
-    for (let p = 0; p < pods.length; p++) {
-      const c = this.#encode(pods[p], total);
-      counts[p] = c;
-      flags[p] = podFlags;
-      total += c;
+    for (let p = 0; p < read.length; p++) {
+      const r = read[p]!;
+      this.#encode(r.names, total);
+      counts[p] = r.names.length;
+      flags[p] = r.flags;
+      total += r.names.length;
     }
     const r = callNative(() => this.#n.admitManyIds(this.#ids.subarray(0, total), counts, flags));
     const out = new Array<AdmitResult>(pods.length).fill(ADMITTED);
@@ -171,51 +245,17 @@ export class SysctlAllowlist {
     this.#n.resetNames();
   }
 
-  /**
-   * Writes the pod's sysctl name indexes to `#ids` from `at`, sets `podFlags`, and returns how
-   * many. Plain-object pods with string names take the inline path; any other shape goes
-   * through `podSysctls`/`sysctlName` for their typed errors.
-   */
-  #encode(pod: unknown, at: number): number {
-    const spec = typeof pod === 'object' && pod !== null ? (pod as { spec?: unknown }).spec : undefined;
-    const sc = typeof spec === 'object' && spec !== null ? (spec as PodSpecLike).securityContext : undefined;
-    const list = typeof sc === 'object' && sc !== null ? (sc as { sysctls?: unknown }).sysctls : undefined;
-    const hn = (spec as PodSpecLike | undefined)?.hostNetwork;
-    const hi = (spec as PodSpecLike | undefined)?.hostIPC;
-    let names: unknown[];
-    let flags: number;
-    if (
-      Array.isArray(list) &&
-      !Array.isArray(pod) &&
-      !Array.isArray(spec) &&
-      !Array.isArray(sc) &&
-      (hn === undefined || typeof hn === 'boolean') &&
-      (hi === undefined || typeof hi === 'boolean')
-    ) {
-      flags = (hn === true ? HOST_NETWORK : 0) | (hi === true ? HOST_IPC : 0);
-      names = list;
-    } else {
-      const r = podSysctls(pod);
-      flags = r.flags;
-      podFlags = flags;
-      if (r.sysctls === null) return 0;
-      names = r.sysctls;
-    }
+  /** Writes the indexes of `names` to `#ids` from `at` and returns the buffer. Runs no JS. */
+  #encode(names: readonly string[], at: number): Uint32Array {
     const n = names.length;
     if (at + n > this.#ids.length) {
       const grown = new Uint32Array(Math.max(this.#ids.length * 2, at + n));
       grown.set(this.#ids);
       this.#ids = grown;
     }
-    for (let i = 0; i < n; i++) {
-      const s: unknown = names[i];
-      const v =
-        typeof s === 'object' && s !== null && !Array.isArray(s) ? (s as { name?: unknown }).name : undefined;
-      this.#ids[at + i] = this.#id(typeof v === 'string' ? v : sysctlName(s, i));
-    }
-    // Set last: reading a name may run a getter that admits another pod.
-    podFlags = flags;
-    return n;
+    const ids = this.#ids;
+    for (let i = 0; i < n; i++) ids[at + i] = this.#id(names[i]!);
+    return ids;
   }
 
   /** The stored entries (normalised keys; prefixes without `*`), sorted by key. */
@@ -225,9 +265,10 @@ export class SysctlAllowlist {
 }
 
 /**
- * `NewAllowlist`: every entry must be a valid pattern with a known namespace. Throws
- * `SysctlAllowlistError` with upstream's message otherwise (a kubelet refuses to start).
+ * `NewAllowlist` of a Kubernetes release (default: the newest kubenode knows): every entry must
+ * be a valid pattern with a namespace that release knows. Throws `SysctlAllowlistError` with
+ * upstream's message otherwise (a kubelet refuses to start).
  */
-export function newAllowlist(patterns: readonly string[]): SysctlAllowlist {
-  return new SysctlAllowlist(patterns);
+export function newAllowlist(patterns: readonly string[], options: AllowlistOptions = {}): SysctlAllowlist {
+  return new SysctlAllowlist(patterns, options);
 }

@@ -16,8 +16,15 @@ export interface KubeletSysctlConfig {
   allowedUnsafeSysctls?: string | readonly string[];
   /** Kernel version for the safe list; default: the running kernel. */
   kernelVersion?: string;
-  /** Kubernetes release of the kubelet, for the safe list; default: the newest kubenode knows. */
+  /**
+   * Kubernetes release of the kubelet, for the safe list and the namespace tables; default: the
+   * newest kubenode knows.
+   */
   kubernetesVersion?: string;
+  /** `defaultPodSysctls` (v1.37, alpha): sysctls the kubelet adds to every pod's sandbox. */
+  defaultPodSysctls?: Record<string, string> | null;
+  /** `featureGates`; `DefaultPodSysctls` must be true for `defaultPodSysctls`. */
+  featureGates?: Record<string, boolean> | null;
 }
 
 /** Safe list + allowed unsafe sysctls → allowlist, or a `SysctlAllowlistError` naming the flag. */
@@ -26,7 +33,7 @@ export function allowlistFromKubeletConfig(config: KubeletSysctlConfig = {}): Sy
   const unsafe = typeof raw === 'string' ? parseAllowedUnsafeSysctls(raw) : [...raw];
   const safe = safeSysctlAllowlist(config.kernelVersion, { kubernetesVersion: config.kubernetesVersion });
   try {
-    return newAllowlist([...safe, ...unsafe]);
+    return newAllowlist([...safe, ...unsafe], { kubernetesVersion: config.kubernetesVersion });
   } catch (e) {
     if (e instanceof SysctlAllowlistError) {
       throw new SysctlAllowlistError(`invalid --allowed-unsafe-sysctls: ${e.message}`, { cause: e });

@@ -4,6 +4,7 @@
 export {
   type AdmitResult,
   type AllowlistEntry,
+  type AllowlistOptions,
   FORBIDDEN_REASON,
   newAllowlist,
   SysctlAllowlist,
@@ -33,6 +34,13 @@ export {
 export { baselineAllowedSysctls, type CheckResult, checkBaseline, parsePolicyVersion } from './baseline.js';
 export { allowlistFromKubeletConfig, type KubeletSysctlConfig, parseAllowedUnsafeSysctls } from './config.js';
 export {
+  DEFAULT_POD_SYSCTLS_GATE,
+  defaultPodSysctlsOf,
+  KubeletConfigError,
+  sandboxSysctls,
+  validateDefaultPodSysctls,
+} from './defaults.js';
+export {
   parseKernelVersion,
   type SafeSysctlList,
   type SafeSysctlOptions,
@@ -41,6 +49,12 @@ export {
   safeSysctlList,
   safeSysctlTable,
 } from './kernel.js';
+export {
+  KubeletConfigFileError,
+  kubeletSysctlConfig,
+  loadKubeletSysctlConfig,
+  parseKubeletSysctlConfig,
+} from './kubelet-config.js';
 export {
   getNamespace,
   isValidSysctlName,

@@ -52,7 +52,8 @@ export interface SafeSysctlList {
   kernelError?: string;
 }
 
-function kubernetesVersionOf(options: SafeSysctlOptions | undefined): string | undefined {
+/** The `kubernetesVersion` of an options object, type-checked; undefined when not given. */
+export function kubernetesVersionOf(options: SafeSysctlOptions | undefined): string | undefined {
   if (options === undefined) return undefined;
   if (typeof options !== 'object' || options === null) {
     throw new KubenodeTypeError(`options must be an object, got ${describe(options)}`);

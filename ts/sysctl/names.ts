@@ -1,6 +1,7 @@
 // Name syntax, normalisation and namespaces, computed in Rust with upstream semantics.
 import { assertString, callNative } from '../errors.js';
 import { native } from '../native.js';
+import { kubernetesVersionOf, type SafeSysctlOptions } from './kernel.js';
 import type { SysctlNamespace } from './types.js';
 
 /** Upstream's `SysctlMaxLength`: longest sysctl name, in bytes. */
@@ -38,9 +39,13 @@ export interface NamespaceInfo {
   prefixed: boolean;
 }
 
-/** `GetNamespace`. */
-export function getNamespace(name: string): NamespaceInfo {
+/**
+ * `GetNamespace` with the namespace tables of a Kubernetes release (`kubernetesVersion`, default:
+ * the newest kubenode knows; `kernel.domainname` and `user.*` are namespaced from v1.37).
+ */
+export function getNamespace(name: string, options?: SafeSysctlOptions): NamespaceInfo {
   assertString('name', name);
-  const r = callNative(() => native.sysctlGetNamespace(name));
+  const k8s = kubernetesVersionOf(options);
+  const r = callNative(() => native.sysctlGetNamespace(name, k8s));
   return { namespace: r.namespace, name: r.name, prefixed: r.prefixed };
 }

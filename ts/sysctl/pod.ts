@@ -5,14 +5,20 @@ import type { V1Sysctl } from './types.js';
 
 export const HOST_NETWORK = 1;
 export const HOST_IPC = 2;
+/** The pod has its own user namespace (`hostUsers: false`); unset means the host's. */
+export const POD_USERNS = 4;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function flag(spec: Record<string, unknown>, key: 'hostNetwork' | 'hostIPC'): boolean {
+function flag(
+  spec: Record<string, unknown>,
+  key: 'hostNetwork' | 'hostIPC' | 'hostUsers',
+  unset = false,
+): boolean {
   const v = spec[key];
-  if (v === undefined || v === null) return false;
+  if (v === undefined || v === null) return unset;
   if (typeof v !== 'boolean')
     throw new KubenodeTypeError(`spec.${key} must be a boolean, got ${describe(v)}`);
   return v;
@@ -21,7 +27,7 @@ function flag(spec: Record<string, unknown>, key: 'hostNetwork' | 'hostIPC'): bo
 export interface PodSysctls {
   /** Raw sysctl list (null when the pod has no security context or no sysctls). */
   sysctls: V1Sysctl[] | null;
-  /** HOST_NETWORK | HOST_IPC bits. */
+  /** HOST_NETWORK | HOST_IPC | POD_USERNS bits. */
   flags: number;
 }
 
@@ -31,7 +37,11 @@ export function podSysctls(pod: unknown): PodSysctls {
   const spec = pod['spec'];
   if (spec === undefined || spec === null) return { sysctls: null, flags: 0 };
   if (!isObject(spec)) throw new KubenodeTypeError(`pod.spec must be an object, got ${describe(spec)}`);
-  const flags = (flag(spec, 'hostNetwork') ? HOST_NETWORK : 0) | (flag(spec, 'hostIPC') ? HOST_IPC : 0);
+  const flags =
+    (flag(spec, 'hostNetwork') ? HOST_NETWORK : 0) |
+    (flag(spec, 'hostIPC') ? HOST_IPC : 0) |
+    // `hostUsers` defaults to true: only an explicit false gives the pod its own namespace.
+    (flag(spec, 'hostUsers', true) ? 0 : POD_USERNS);
   const sc = spec['securityContext'];
   if (sc === undefined || sc === null) return { sysctls: null, flags };
   if (!isObject(sc))

@@ -5,6 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 import { PodAdmitChain } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import type { KubeletSysctlConfig } from './config.js';
+import { defaultPodSysctlsOf } from './defaults.js';
 import { SysctlNamePolicy, type SysctlPolicy, type SysctlPolicyEntry, sysctlPolicyAt } from './policy.js';
 import { SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
 import {
@@ -150,11 +152,45 @@ export class SysctlPolicyFile {
     return renderAdmissionPolicy(this.policy, this.renderOptions(overrides));
   }
 
+  /**
+   * The kubelet's `defaultPodSysctls` this file refuses, in the configuration's order: each
+   * default is judged as a pod setting it alone, by the policy and (when the file asks for it)
+   * the kubelet allowlist. The pod has its own user namespace, the only kind a `user.*` default
+   * reaches; its host namespaces are otherwise the pod's own.
+   */
+  checkDefaults(config: KubeletSysctlConfig): DefaultOutsidePolicy[] {
+    const handlers = [
+      ...(this.policy ? [this.policy] : []),
+      ...[kubeletAllowlist(this.spec)].filter((a) => a !== null),
+    ];
+    const outside: DefaultOutsidePolicy[] = [];
+    for (const { name, value } of defaultPodSysctlsOf(config)) {
+      const pod = { spec: { hostUsers: false, securityContext: { sysctls: [{ name, value }] } } };
+      for (const h of handlers) {
+        const r = h.admit({ pod });
+        if (!r.admit) {
+          outside.push({ name, value, message: r.message ?? '' });
+          break;
+        }
+      }
+    }
+    return outside;
+  }
+
   /** The node side: the kubelet allowlist (if the file asks for it), then the policy. */
   admitChain(): PodAdmitChain {
     const allowlist = kubeletAllowlist(this.spec);
     return new PodAdmitChain([...(allowlist ? [allowlist] : []), ...(this.policy ? [this.policy] : [])]);
   }
+}
+
+/** A node default the policy refuses. */
+export interface DefaultOutsidePolicy {
+  /** The name as the kubelet configuration spells it. */
+  name: string;
+  value: string;
+  /** Why: the refusing handler's message. */
+  message: string;
 }
 
 /** Parses one YAML (or JSON) document into a checked policy file. */

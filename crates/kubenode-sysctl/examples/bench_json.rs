@@ -18,7 +18,7 @@ fn admit_n(allow: &Allowlist, names: &[&str], n: usize) -> bool {
     let mut ok = true;
     for _ in 0..n {
         ok &= allow
-            .admit(black_box(names).iter().copied(), false, false)
+            .admit(black_box(names).iter().copied(), false, false, true)
             .is_ok();
     }
     ok
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = allow.admit(names.iter().copied(), false, false) {
+    if let Err(e) = allow.admit(names.iter().copied(), false, false, true) {
         eprintln!("pod not admitted: {}", e.message());
         return ExitCode::FAILURE;
     }

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 
 use thiserror::Error;
 
+use crate::k8s_version::KubernetesVersion;
 use crate::lookup::{ExactTable, PrefixTable};
 use crate::name::{is_valid_sysctl_pattern, SYSCTL_CONTAIN_SLASH_PATTERN_FMT};
-use crate::namespace::{get_namespace, Namespace, NamespaceInfo};
+use crate::namespace::{get_namespace_at, Namespace, NamespaceInfo};
 use crate::normalize::normalize_name;
 use crate::quote::go_quote;
 
@@ -80,8 +81,18 @@ pub struct Allowlist {
 }
 
 impl Allowlist {
-    /// `NewAllowlist`: every entry must be a valid pattern whose namespace is known.
+    /// `NewAllowlist` of the newest release: every entry must be a valid pattern whose namespace
+    /// is known.
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Self, AllowlistError> {
+        Self::for_release(patterns, KubernetesVersion::NEWEST)
+    }
+
+    /// `NewAllowlist` of release `k8s`, whose namespace tables decide what is known to be
+    /// namespaced (a v1.36 kubelet refuses `user.*` and `kernel.domainname`).
+    pub fn for_release<S: AsRef<str>>(
+        patterns: &[S],
+        k8s: KubernetesVersion,
+    ) -> Result<Self, AllowlistError> {
         let mut exact: Vec<(String, Namespace)> = Vec::new();
         let mut prefixes: Vec<(String, Namespace)> = Vec::new();
         // Position of each prefix key in `prefixes`: a repeated key overwrites (Go map), found
@@ -96,7 +107,7 @@ impl Allowlist {
                 namespace: ns,
                 name: key,
                 prefixed,
-            } = get_namespace(p);
+            } = get_namespace_at(p, k8s);
             if ns == Namespace::Unknown {
                 return Err(AllowlistError::NotNamespaced(key));
             }
@@ -154,15 +165,16 @@ impl Allowlist {
     }
 
     /// `validateSysctl` for one name as a verdict code; see [`Verdict`]. Allocates nothing.
+    /// `host_users` is true unless the pod sets `hostUsers: false`.
     #[inline]
-    pub fn check(&self, name: &str, host_net: bool, host_ipc: bool) -> Verdict {
+    pub fn check(&self, name: &str, host_net: bool, host_ipc: bool, host_users: bool) -> Verdict {
         let b = name.as_bytes();
         let ns = if slash_first(b) {
             self.lookup_swapped(b)
         } else {
             self.lookup(b)
         };
-        Verdict::of(ns, host_net, host_ipc)
+        Verdict::of(ns, host_net, host_ipc, host_users)
     }
 
     /// The namespace of the allowlist entry `name` falls under (exact key first, then prefix),
@@ -201,16 +213,24 @@ impl Allowlist {
         name: &str,
         host_net: bool,
         host_ipc: bool,
+        host_users: bool,
     ) -> Result<(), AdmitError> {
-        self.check(name, host_net, host_ipc).into_result(name)
+        self.check(name, host_net, host_ipc, host_users)
+            .into_result(name)
     }
 
     /// `Admit`: the first forbidden sysctl (in spec order) rejects the pod. No sysctls admit.
-    pub fn admit<'a, I>(&self, names: I, host_net: bool, host_ipc: bool) -> Result<(), AdmitError>
+    pub fn admit<'a, I>(
+        &self,
+        names: I,
+        host_net: bool,
+        host_ipc: bool,
+        host_users: bool,
+    ) -> Result<(), AdmitError>
     where
         I: IntoIterator<Item = &'a str>,
     {
-        self.admit_first(names, host_net, host_ipc)
+        self.admit_first(names, host_net, host_ipc, host_users)
             .map_or(Ok(()), |(name, v)| v.into_result(name))
     }
 
@@ -221,12 +241,13 @@ impl Allowlist {
         names: I,
         host_net: bool,
         host_ipc: bool,
+        host_users: bool,
     ) -> Option<(&'a str, Verdict)>
     where
         I: IntoIterator<Item = &'a str>,
     {
         for n in names {
-            let v = self.check(n, host_net, host_ipc);
+            let v = self.check(n, host_net, host_ipc, host_users);
             if v != Verdict::Allowed {
                 return Some((n, v));
             }
@@ -244,16 +265,20 @@ pub enum Verdict {
     NotAllowlisted = 1,
     HostNet = 2,
     HostIpc = 3,
+    /// A User-namespace sysctl for a pod in the host user namespace (v1.37).
+    HostUser = 4,
 }
 
 impl Verdict {
     /// The host check of `validateSysctl` on a looked-up namespace (`None`: not allowlisted).
+    /// UTS sysctls are never host-checked, as upstream.
     #[inline]
-    pub fn of(ns: Option<Namespace>, host_net: bool, host_ipc: bool) -> Self {
+    pub fn of(ns: Option<Namespace>, host_net: bool, host_ipc: bool, host_users: bool) -> Self {
         match ns {
             None => Verdict::NotAllowlisted,
             Some(Namespace::Ipc) if host_ipc => Verdict::HostIpc,
             Some(Namespace::Net) if host_net => Verdict::HostNet,
+            Some(Namespace::User) if host_users => Verdict::HostUser,
             Some(_) => Verdict::Allowed,
         }
     }
@@ -271,6 +296,10 @@ impl Verdict {
             Verdict::HostIpc => Err(AdmitError::HostNamespace {
                 name: owned(),
                 namespace: Namespace::Ipc,
+            }),
+            Verdict::HostUser => Err(AdmitError::HostNamespace {
+                name: owned(),
+                namespace: Namespace::User,
             }),
         }
     }
@@ -307,10 +336,13 @@ mod tests {
         let a = Allowlist::new(&patterns).unwrap();
         assert_eq!(a.prefixes().count(), 70_000);
         for n in ["net.a0.x", "net.a69999.rp_filter", "kernel.sem"] {
-            assert_eq!(a.check(n, false, false), Verdict::Allowed, "{n}");
+            assert_eq!(a.check(n, false, false, true), Verdict::Allowed, "{n}");
         }
-        assert_eq!(a.check("net.b.x", false, false), Verdict::NotAllowlisted);
-        assert_eq!(a.check("net.a7.x", true, false), Verdict::HostNet);
+        assert_eq!(
+            a.check("net.b.x", false, false, true),
+            Verdict::NotAllowlisted
+        );
+        assert_eq!(a.check("net.a7.x", true, false, true), Verdict::HostNet);
     }
 
     #[test]
@@ -380,7 +412,10 @@ mod tests {
             ("net.ipv4.ip_local_port_range", false, true),
             ("kernel.shm_rmid_forced", true, false),
         ] {
-            assert!(w.validate_sysctl(ok, host_net, host_ipc).is_ok(), "{ok}");
+            assert!(
+                w.validate_sysctl(ok, host_net, host_ipc, true).is_ok(),
+                "{ok}"
+            );
         }
         for (name, host_net, host_ipc, want) in [
             (
@@ -402,29 +437,111 @@ mod tests {
                 r#"forbidden sysctl: "net.core.somaxconn" not allowlisted"#,
             ),
         ] {
-            let e = w.validate_sysctl(name, host_net, host_ipc).unwrap_err();
+            let e = w
+                .validate_sysctl(name, host_net, host_ipc, true)
+                .unwrap_err();
             assert_eq!(e.message(), want, "{name}");
             // Display is the message without the "forbidden sysctl: " prefix.
             assert_eq!(format!("forbidden sysctl: {e}"), want, "{name}");
         }
         let first = w
-            .admit(["kernel.sem", "a.b", "c.d"], false, false)
+            .admit(["kernel.sem", "a.b", "c.d"], false, false, true)
             .unwrap_err();
         assert_eq!(first, AdmitError::NotAllowlisted("a.b".into()));
-        assert!(w.admit(std::iter::empty(), true, true).is_ok());
+        assert!(w.admit(std::iter::empty(), true, true, true).is_ok());
     }
 
+    /// `TestAllowlist` of v1.37.2 (`pkg/kubelet/sysctl/allowlist_test.go`): the safe list plus
+    /// `kernel.msg*`, `kernel.sem`, `net.b.*` and `user.*`; a row is (name, hostNetwork,
+    /// hostIPC, hostUsers).
     #[test]
-    fn exact_hides_prefixes_and_uts_user_never_host_checked() {
-        let w = Allowlist::new(&["kernel.domainname", "user.*", "net.*"]).unwrap();
-        for (name, host_net, host_ipc, allowed) in [
-            ("kernel.domainname", true, true, true),
-            ("user.max_net_namespaces", true, true, true),
-            ("net.core.somaxconn", true, false, false),
+    fn allowlist_upstream_table() {
+        let mut patterns = crate::safe::safe_sysctl_allowlist(None, KubernetesVersion::NEWEST);
+        patterns.extend(["kernel.msg*", "kernel.sem", "net.b.*", "user.*"]);
+        let w = Allowlist::new(&patterns).unwrap();
+        for (name, net, ipc, users) in [
+            ("kernel.shm_rmid_forced", false, false, false),
+            ("kernel/shm_rmid_forced", false, false, false),
+            ("net.ipv4.ip_local_port_range", false, false, false),
+            ("kernel.msgmax", false, false, false),
+            ("kernel.sem", false, false, false),
+            ("kernel/sem", false, false, false),
+            ("user.max_user_namespaces", false, false, false),
         ] {
-            let r = w.validate_sysctl(name, host_net, host_ipc);
-            assert_eq!(r.is_ok(), allowed, "{name}");
+            let r = w.validate_sysctl(name, net, ipc, users);
+            assert_eq!(r, Ok(()), "{name}");
+            assert_eq!(w.admit([name], net, ipc, users), Ok(()), "{name}");
         }
+        for (name, net, ipc, users) in [
+            ("kernel.shm_rmid_forced", false, true, false),
+            ("net.ipv4.ip_local_port_range", true, false, false),
+            ("user.max_user_namespaces", false, false, true),
+            ("foo", false, false, false),
+            ("net.a.b.c", false, false, false),
+            ("net.ipv4.ip_local_port_range.a.b.c", false, false, false),
+            ("kernel.msgmax", false, true, false),
+            ("kernel.sem", false, true, false),
+            ("net.b.c", true, false, false),
+        ] {
+            assert!(w.validate_sysctl(name, net, ipc, users).is_err(), "{name}");
+            assert!(w.admit([name], net, ipc, users).is_err(), "{name}");
+        }
+        assert_eq!(w.admit(std::iter::empty(), false, false, true), Ok(()));
+        assert_eq!(
+            w.validate_sysctl("user/max_user_namespaces", false, false, true)
+                .unwrap_err()
+                .message(),
+            r#"forbidden sysctl: "user.max_user_namespaces" not allowed with host User enabled"#
+        );
+    }
+
+    /// Only the User namespace follows `hostUsers`; UTS is never host-checked (no hostUTS).
+    #[test]
+    fn host_users_checks_user_sysctls_only() {
+        let w =
+            Allowlist::new(&["kernel.domainname", "user.max_user_namespaces", "net.*"]).unwrap();
+        for (name, net, ipc, users, want) in [
+            ("kernel.domainname", true, true, true, Verdict::Allowed),
+            (
+                "user.max_user_namespaces",
+                true,
+                true,
+                false,
+                Verdict::Allowed,
+            ),
+            (
+                "user.max_user_namespaces",
+                false,
+                false,
+                true,
+                Verdict::HostUser,
+            ),
+            ("net.core.somaxconn", false, false, true, Verdict::Allowed),
+            ("net.core.somaxconn", true, false, false, Verdict::HostNet),
+        ] {
+            assert_eq!(w.check(name, net, ipc, users), want, "{name}");
+        }
+    }
+
+    /// A v1.36 kubelet knows neither the UTS nor the User namespace (component-helpers v0.36.3),
+    /// so it refuses them in `--allowed-unsafe-sysctls`; v1.37 accepts them.
+    #[test]
+    fn new_allowlist_by_release() {
+        let v136 = KubernetesVersion::parse("v1.36").unwrap();
+        for (pattern, key) in [
+            ("user.*", "user."),
+            ("user.max_user_namespaces", "user.max_user_namespaces"),
+            ("kernel.domainname", "kernel.domainname"),
+            ("kernel/domainname", "kernel.domainname"),
+        ] {
+            assert_eq!(
+                Allowlist::for_release(&[pattern], v136).unwrap_err(),
+                AllowlistError::NotNamespaced(key.into()),
+                "{pattern}"
+            );
+            assert!(Allowlist::new(&[pattern]).is_ok(), "{pattern}");
+        }
+        assert!(Allowlist::for_release(&["net.*", "kernel.shm*", "fs.mqueue.*"], v136).is_ok());
     }
 
     #[test]
@@ -432,18 +549,24 @@ mod tests {
         let w = Allowlist::new(&["net.*", "kernel.sem"]).unwrap();
         for len in [1, 200, 251, 252, 253, 300, 1000] {
             let long = format!("net/{}", "a.".repeat(len / 2));
-            assert!(w.validate_sysctl(&long, false, false).is_ok(), "{len}");
+            assert!(
+                w.validate_sysctl(&long, false, false, true).is_ok(),
+                "{len}"
+            );
             let other = format!("vm/{}", "b.".repeat(len / 2));
             assert_eq!(
-                w.validate_sysctl(&other, false, false),
+                w.validate_sysctl(&other, false, false, true),
                 Err(AdmitError::NotAllowlisted(
                     normalize_name(&other).into_owned()
                 ))
             );
         }
-        assert!(w.validate_sysctl("kernel/sem", false, false).is_ok());
+        assert!(w.validate_sysctl("kernel/sem", false, false, true).is_ok());
         assert_eq!(w.classify("kernel/sem"), Some(Namespace::Ipc));
         assert_eq!(w.classify("net"), None);
-        assert_eq!(w.check("net.core.somaxconn", true, false), Verdict::HostNet);
+        assert_eq!(
+            w.check("net.core.somaxconn", true, false, true),
+            Verdict::HostNet
+        );
     }
 }

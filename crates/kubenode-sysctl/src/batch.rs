@@ -12,6 +12,9 @@ use crate::interned::{NameTable, UnknownName};
 /// Host-flag bits of a batch entry.
 pub const HOST_NETWORK: u8 = 1;
 pub const HOST_IPC: u8 = 2;
+/// The pod has its own user namespace (`hostUsers: false`). Absent means the host's, as an unset
+/// `hostUsers` does, so a caller that does not know fails closed on User sysctls.
+pub const POD_USERNS: u8 = 4;
 
 /// Why a batch could not be read; no pod of it was admitted.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -75,27 +78,33 @@ impl<'a> Iterator for NulSplit<'a> {
     }
 }
 
+/// (hostNetwork, hostIPC, host users) of a flags byte.
 #[inline]
-fn host(flags: u8) -> (bool, bool) {
-    (flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
+pub fn host_flags(flags: u8) -> (bool, bool, bool) {
+    (
+        flags & HOST_NETWORK != 0,
+        flags & HOST_IPC != 0,
+        flags & POD_USERNS == 0,
+    )
 }
 
 impl Allowlist {
-    /// `Admit` of one pod whose `count` (≥ 1) names are NUL-joined in `joined`; every name is
-    /// counted, so a name containing NUL is reported rather than misread.
+    /// `Admit` of one pod whose `count` (≥ 1) names are NUL-joined in `joined`, with host
+    /// `flags` ([`HOST_NETWORK`], [`HOST_IPC`], [`POD_USERNS`]); every name is counted, so a
+    /// name containing NUL is reported rather than misread.
     pub fn admit_joined(
         &self,
         joined: &str,
         count: u64,
-        host_net: bool,
-        host_ipc: bool,
+        flags: u8,
     ) -> Result<Result<(), AdmitError>, BatchError> {
+        let (host_net, host_ipc, host_users) = host_flags(flags);
         let mut seen = 0u64;
         let mut first = None;
         for n in NulSplit(Some(joined)) {
             seen += 1;
             if first.is_none() {
-                let v = self.check(n, host_net, host_ipc);
+                let v = self.check(n, host_net, host_ipc, host_users);
                 if v != Verdict::Allowed {
                     first = Some((n, v));
                 }
@@ -108,7 +117,7 @@ impl Allowlist {
     }
 
     /// `Admit` of many pods: pod i has the next `counts[i]` names of the NUL-joined `joined` and
-    /// host flags `flags[i]` ([`HOST_NETWORK`], [`HOST_IPC`]). Returns the rejected pods in order.
+    /// host flags `flags[i]` ([`HOST_NETWORK`], [`HOST_IPC`], [`POD_USERNS`]). Returns the rejected pods in order.
     pub fn admit_batch(
         &self,
         joined: &str,
@@ -130,9 +139,9 @@ impl Allowlist {
         let mut seen = 0u64;
         let mut out = Vec::new();
         for (i, (&c, &f)) in counts.iter().zip(flags).enumerate() {
-            let (host_net, host_ipc) = host(f);
+            let (host_net, host_ipc, host_users) = host_flags(f);
             let mut pod = names.by_ref().take(c as usize).inspect(|_| seen += 1);
-            let first = self.admit_first(pod.by_ref(), host_net, host_ipc);
+            let first = self.admit_first(pod.by_ref(), host_net, host_ipc, host_users);
             // Skip the rest of a rejected pod's names, so the next pod starts at its own.
             pod.for_each(drop);
             if let Some((name, v)) = first {
@@ -170,8 +179,7 @@ impl NameTable {
                 .split_at_checked(c as usize)
                 .ok_or(BatchError::TooFewIds)?;
             rest = next;
-            let (host_net, host_ipc) = host(f);
-            if let Err(error) = self.admit(pod, host_net, host_ipc)? {
+            if let Err(error) = self.admit(pod, f)? {
                 out.push(Rejection {
                     index: i as u32,
                     error,
@@ -187,7 +195,7 @@ mod tests {
     use super::*;
 
     fn allow() -> Allowlist {
-        Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*"]).unwrap()
+        Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*", "user.*"]).unwrap()
     }
 
     const PODS: &[(&[&str], u8)] = &[
@@ -197,6 +205,11 @@ mod tests {
         (&["net/ipv4/conf/eth0.100/rp_filter"], HOST_NETWORK),
         (&["kernel.msgmax", "net.x"], HOST_IPC),
         (&["kernel.sem"], HOST_NETWORK),
+        (
+            &["user.max_user_namespaces"],
+            HOST_NETWORK | HOST_IPC | POD_USERNS,
+        ),
+        (&["kernel.sem", "user.max_user_namespaces"], 0),
     ];
 
     /// What `admit` says pod by pod.
@@ -204,8 +217,8 @@ mod tests {
         PODS.iter()
             .enumerate()
             .filter_map(|(i, (names, f))| {
-                let (hn, hi) = host(*f);
-                a.admit(names.iter().copied(), hn, hi)
+                let (hn, hi, hu) = host_flags(*f);
+                a.admit(names.iter().copied(), hn, hi, hu)
                     .err()
                     .map(|error| Rejection {
                         index: i as u32,
@@ -229,7 +242,7 @@ mod tests {
         assert_eq!(got, expected(&a));
         assert_eq!(
             got.iter().map(|r| r.index).collect::<Vec<_>>(),
-            vec![1, 3, 4]
+            vec![1, 3, 4, 7]
         );
         assert_eq!(
             got[0].error.message(),
@@ -245,8 +258,8 @@ mod tests {
     fn rejections_cross_as_parallel_lists() {
         let a = allow();
         let r = Rejections::from(expected(&a));
-        assert_eq!(r.indexes, [1, 3, 4]);
-        assert_eq!(r.messages.len(), 3);
+        assert_eq!(r.indexes, [1, 3, 4, 7]);
+        assert_eq!(r.messages.len(), 4);
         assert_eq!(
             r.messages[0],
             "forbidden sysctl: \"vm.swappiness\" not allowlisted"
@@ -283,20 +296,17 @@ mod tests {
     #[test]
     fn joined_pod() {
         let a = allow();
+        assert_eq!(a.admit_joined("kernel.sem\0net.a", 2, 0), Ok(Ok(())));
         assert_eq!(
-            a.admit_joined("kernel.sem\0net.a", 2, false, false),
-            Ok(Ok(()))
-        );
-        assert_eq!(
-            a.admit_joined("kernel.sem\0net.a", 2, true, false),
-            Ok(a.admit(["kernel.sem", "net.a"], true, false))
+            a.admit_joined("kernel.sem\0net.a", 2, HOST_NETWORK),
+            Ok(a.admit(["kernel.sem", "net.a"], true, false, true))
         );
         assert!(matches!(
-            a.admit_joined("vm.x\0kernel.sem", 2, false, false),
+            a.admit_joined("vm.x\0kernel.sem", 2, 0),
             Ok(Err(AdmitError::NotAllowlisted(_)))
         ));
         assert_eq!(
-            a.admit_joined("kernel.sem\0net.a", 1, false, false),
+            a.admit_joined("kernel.sem\0net.a", 1, 0),
             Err(BatchError::Separator)
         );
     }

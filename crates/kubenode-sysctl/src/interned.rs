@@ -6,6 +6,7 @@
 use thiserror::Error;
 
 use crate::allowlist::{AdmitError, Allowlist, Verdict};
+use crate::batch::host_flags;
 use crate::namespace::Namespace;
 
 /// An index that was never returned by [`NameTable::intern`] (or was dropped by `clear`).
@@ -48,16 +49,12 @@ impl NameTable {
         self.classes.clear();
     }
 
-    /// `Admit` of a pod whose sysctls are the names `ids`, in spec order: the first forbidden
-    /// one rejects the pod; its error is built only then.
+    /// `Admit` of a pod whose sysctls are the names `ids`, in spec order, with host `flags`
+    /// (`HOST_NETWORK`, `HOST_IPC`, `POD_USERNS`): the first forbidden one rejects the pod; its
+    /// error is built only then.
     #[inline]
-    pub fn admit(
-        &self,
-        ids: &[u32],
-        host_net: bool,
-        host_ipc: bool,
-    ) -> Result<Result<(), AdmitError>, UnknownName> {
-        match self.first_rejection(ids.iter().copied(), host_net, host_ipc)? {
+    pub fn admit(&self, ids: &[u32], flags: u8) -> Result<Result<(), AdmitError>, UnknownName> {
+        match self.first_rejection(ids.iter().copied(), flags)? {
             None => Ok(Ok(())),
             Some((i, v)) => {
                 // `first_rejection` checked every id up to `i`.
@@ -74,12 +71,12 @@ impl NameTable {
     pub fn first_rejection(
         &self,
         ids: impl IntoIterator<Item = u32>,
-        host_net: bool,
-        host_ipc: bool,
+        flags: u8,
     ) -> Result<Option<(usize, Verdict)>, UnknownName> {
+        let (host_net, host_ipc, host_users) = host_flags(flags);
         for (i, id) in ids.into_iter().enumerate() {
             let class = *self.classes.get(id as usize).ok_or(UnknownName(id))?;
-            let v = Verdict::of(class, host_net, host_ipc);
+            let v = Verdict::of(class, host_net, host_ipc, host_users);
             if v != Verdict::Allowed {
                 return Ok(Some((i, v)));
             }
@@ -99,7 +96,7 @@ mod tests {
 
     #[test]
     fn agrees_with_admit() {
-        let allow = Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*"]).unwrap();
+        let allow = Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*", "user.*"]).unwrap();
         let names = [
             "kernel.sem",
             "kernel/sem",
@@ -109,42 +106,44 @@ mod tests {
             "vm.swappiness",
             "",
             "k\u{16b}ernel.sem",
+            "user.max_user_namespaces",
         ];
         let mut t = NameTable::new();
         let ids: Vec<u32> = names.iter().map(|n| t.intern(&allow, n)).collect();
         for (i, n) in names.iter().enumerate() {
-            for (hn, hi) in [(false, false), (true, false), (false, true), (true, true)] {
+            for flags in 0..8u8 {
+                let (hn, hi, hu) = host_flags(flags);
                 let pod = [ids[0], ids[i], ids[2]];
-                let want = allow.admit([names[0], n, names[2]], hn, hi);
-                assert_eq!(t.admit(&pod, hn, hi), Ok(want), "{n:?} {hn} {hi}");
+                let want = allow.admit([names[0], n, names[2]], hn, hi, hu);
+                assert_eq!(t.admit(&pod, flags), Ok(want), "{n:?} {flags}");
             }
         }
-        assert_eq!(t.admit(&[], true, true), Ok(Ok(())));
+        assert_eq!(t.admit(&[], 3), Ok(Ok(())));
         let pod = [ids[0], ids[2], ids[5], ids[6]];
         assert_eq!(
-            t.first_rejection(pod, false, false),
+            t.first_rejection(pod, 4),
             Ok(Some((2, Verdict::NotAllowlisted)))
         );
         assert_eq!(
-            t.first_rejection([ids[0], ids[2]], true, false),
+            t.first_rejection([ids[0], ids[2]], 5),
             Ok(Some((1, Verdict::HostNet)))
         );
         assert_eq!(
-            t.first_rejection([ids[0], ids[2]], false, true),
+            t.first_rejection([ids[0], ids[2]], 6),
             Ok(Some((0, Verdict::HostIpc)))
         );
-        assert_eq!(t.first_rejection([ids[0], ids[2]], false, false), Ok(None));
+        assert_eq!(t.first_rejection([ids[0], ids[2]], 4), Ok(None));
         assert_eq!(
-            t.first_rejection([ids[5], 99], false, false),
+            t.first_rejection([ids[5], 99], 4),
             Ok(Some((0, Verdict::NotAllowlisted)))
         );
-        assert_eq!(
-            t.first_rejection([ids[0], 99], false, false),
-            Err(UnknownName(99))
-        );
+        assert_eq!(t.first_rejection([ids[0], 99], 4), Err(UnknownName(99)));
+        let user = [ids[0], ids[8]];
+        assert_eq!(t.first_rejection(user, 0), Ok(Some((1, Verdict::HostUser))));
+        assert_eq!(t.first_rejection(user, crate::batch::POD_USERNS), Ok(None));
         assert_eq!(t.name(ids[1]), Some("kernel/sem"));
-        assert_eq!(t.admit(&[99], false, false), Err(UnknownName(99)));
+        assert_eq!(t.admit(&[99], 0), Err(UnknownName(99)));
         t.clear();
-        assert_eq!(t.admit(&[0], false, false), Err(UnknownName(0)));
+        assert_eq!(t.admit(&[0], 0), Err(UnknownName(0)));
     }
 }

@@ -11,6 +11,7 @@ mod annotations;
 mod apply;
 mod baseline;
 mod batch;
+mod default_sysctls;
 mod interned;
 mod k8s_version;
 mod kernel;
@@ -35,7 +36,13 @@ pub use annotations::{
 };
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget, Sysctl, Target};
 pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
-pub use batch::{BatchError, Rejection, Rejections, HOST_IPC, HOST_NETWORK};
+pub use batch::{
+    host_flags, BatchError, Rejection, Rejections, HOST_IPC, HOST_NETWORK, POD_USERNS,
+};
+pub use default_sysctls::{
+    default_pod_sysctls_enabled, sandbox_sysctls, validate_default_pod_sysctls,
+    DEFAULT_POD_SYSCTLS_GATE,
+};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
@@ -44,8 +51,8 @@ pub use name::{
     SYSCTL_CONTAIN_SLASH_PATTERN_FMT, SYSCTL_MAX_LENGTH,
 };
 pub use namespace::{
-    get_namespace, namespace_of, Namespace, NamespaceInfo, EXACT as NAMESPACE_EXACT,
-    PREFIXES as NAMESPACE_PREFIXES,
+    get_namespace, get_namespace_at, namespace_of, namespace_of_at, Namespace, NamespaceInfo,
+    ADDED as NAMESPACE_ADDED, EXACT as NAMESPACE_EXACT, PREFIXES as NAMESPACE_PREFIXES,
 };
 pub use normalize::normalize_name;
 pub use policy::{

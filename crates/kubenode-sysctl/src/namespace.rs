@@ -1,6 +1,8 @@
 //! Kernel namespace of a sysctl (component-helpers `namespace.go`): an exact-name table, then a
-//! prefix table where a key matches names starting with `<key>.`.
+//! prefix table where a key matches names starting with `<key>.`. The tables grew in v1.37
+//! (`kernel.domainname`, `user.*`); a release's view drops the keys it does not know yet.
 
+use crate::k8s_version::KubernetesVersion;
 use crate::normalize::normalize_name;
 use crate::string_enum::string_enum;
 #[cfg(feature = "napi")]
@@ -42,17 +44,43 @@ pub const PREFIXES: &[(&str, Namespace)] = &[
     ("user", Namespace::User),
 ];
 
-/// `namespaceOf`: no normalisation, no `*` handling.
+/// Keys of [`EXACT`] and [`PREFIXES`] added after the oldest supported release, with the minor
+/// of the release that added them (component-helpers v0.37: the UTS and User namespaces).
+pub const ADDED: &[(&str, u32)] = &[("kernel.domainname", 37), ("user", 37)];
+
+/// The table key `name` falls under and its namespace, in the newest tables.
+fn lookup(name: &str) -> Option<(&'static str, Namespace)> {
+    if let Some((key, ns)) = EXACT.iter().find(|(k, _)| *k == name) {
+        return Some((key, *ns));
+    }
+    PREFIXES
+        .iter()
+        .find(|(key, _)| {
+            name.len() > key.len() && name.starts_with(key) && name.as_bytes()[key.len()] == b'.'
+        })
+        .map(|(key, ns)| (*key, *ns))
+}
+
+/// Whether release `k8s` knows table key `key`.
+fn known_in(key: &str, k8s: KubernetesVersion) -> bool {
+    ADDED
+        .iter()
+        .find(|(k, _)| *k == key)
+        .is_none_or(|(_, since)| *since <= k8s.minor())
+}
+
+/// `namespaceOf` of the newest release: no normalisation, no `*` handling.
 pub fn namespace_of(name: &str) -> Namespace {
-    if let Some((_, ns)) = EXACT.iter().find(|(k, _)| *k == name) {
-        return *ns;
+    namespace_of_at(name, KubernetesVersion::NEWEST)
+}
+
+/// `namespaceOf` of release `k8s`: a key that release lacks leaves the name unknown (an exact
+/// key of a later release does not fall back to a prefix: none overlap).
+pub fn namespace_of_at(name: &str, k8s: KubernetesVersion) -> Namespace {
+    match lookup(name) {
+        Some((key, ns)) if known_in(key, k8s) => ns,
+        _ => Namespace::Unknown,
     }
-    for (key, ns) in PREFIXES {
-        if name.len() > key.len() && name.starts_with(key) && name.as_bytes()[key.len()] == b'.' {
-            return *ns;
-        }
-    }
-    Namespace::Unknown
 }
 
 /// What `GetNamespace` returns for a name or pattern.
@@ -66,16 +94,21 @@ pub struct NamespaceInfo {
     pub prefixed: bool,
 }
 
-/// `GetNamespace`: normalise, cut at the first `*` (marking the result as a prefix), classify.
-/// The cut keeps a trailing dot: `net.ipv6.neigh.*` gives `net.ipv6.neigh.`.
+/// `GetNamespace` of the newest release: normalise, cut at the first `*` (marking the result as a
+/// prefix), classify. The cut keeps a trailing dot: `net.ipv6.neigh.*` gives `net.ipv6.neigh.`.
 pub fn get_namespace(name: &str) -> NamespaceInfo {
+    get_namespace_at(name, KubernetesVersion::NEWEST)
+}
+
+/// `GetNamespace` of release `k8s`.
+pub fn get_namespace_at(name: &str, k8s: KubernetesVersion) -> NamespaceInfo {
     let normalized = normalize_name(name);
     let (key, prefixed) = match normalized.find('*') {
         Some(i) => (&normalized[..i], true),
         None => (&normalized[..], false),
     };
     NamespaceInfo {
-        namespace: namespace_of(key),
+        namespace: namespace_of_at(key, k8s),
         name: key.to_string(),
         prefixed,
     }
@@ -97,6 +130,38 @@ mod tests {
         assert_eq!(namespace_of("net"), Namespace::Unknown);
         assert_eq!(namespace_of("net."), Namespace::Net);
         assert_eq!(namespace_of("vm.max_map_count"), Namespace::Unknown);
+    }
+
+    /// component-helpers `TestNamespacedOf`, v0.37.2 and v0.36.3 tables.
+    #[test]
+    fn namespace_of_by_release() {
+        let v136 = KubernetesVersion::parse("v1.36").unwrap();
+        let v137 = KubernetesVersion::parse("v1.37").unwrap();
+        for (name, at137, at136) in [
+            ("kernel.shm_rmid_forced", Namespace::Ipc, Namespace::Ipc),
+            ("net.a.b.c", Namespace::Net, Namespace::Net),
+            ("fs.mqueue.a.b.c", Namespace::Ipc, Namespace::Ipc),
+            ("kernel.domainname", Namespace::Uts, Namespace::Unknown),
+            (
+                "user.max_user_namespaces",
+                Namespace::User,
+                Namespace::Unknown,
+            ),
+            ("foo", Namespace::Unknown, Namespace::Unknown),
+        ] {
+            assert_eq!(namespace_of_at(name, v137), at137, "{name} v1.37");
+            assert_eq!(namespace_of_at(name, v136), at136, "{name} v1.36");
+            assert_eq!(namespace_of(name), at137, "{name} default");
+        }
+        assert_eq!(
+            get_namespace_at("user.*", v136).namespace,
+            Namespace::Unknown
+        );
+        assert_eq!(get_namespace_at("user.*", v137).namespace, Namespace::User);
+        assert_eq!(
+            get_namespace_at("kernel/domainname", v136).name,
+            "kernel.domainname"
+        );
     }
 
     #[test]

@@ -113,7 +113,7 @@ export class Api {
 export function pod(
   name: string,
   sysctls: { name: string; value: string }[],
-  flags: { hostNetwork?: boolean; hostIPC?: boolean } = {},
+  flags: { hostNetwork?: boolean; hostIPC?: boolean; hostUsers?: boolean } = {},
 ): Record<string, unknown> {
   return {
     apiVersion: 'v1',

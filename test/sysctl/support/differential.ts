@@ -36,6 +36,7 @@ const NAME_PATTERNS = [
 ];
 const UNSAFE_PATTERNS = [
   'net.core.somaxconn',
+  'user.*',
   'kernel.msg*',
   'net.ipv6.*',
   'kernel.sem',
@@ -156,10 +157,12 @@ export interface PodCase {
   sysctls: { name: string; value: string }[];
   hostNetwork: boolean;
   hostIPC: boolean;
+  /** Unset, or set; false only without host namespaces (the API server refuses it with them). */
+  hostUsers?: boolean;
   kind: 'Pod' | 'Deployment' | 'CronJob';
 }
 
-export const podCase: fc.Arbitrary<PodCase> = fc.record({
+const podCaseBase = fc.record({
   sysctls: fc.array(
     fc.record({
       name: fc.oneof(
@@ -174,17 +177,28 @@ export const podCase: fc.Arbitrary<PodCase> = fc.record({
   hostNetwork: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))),
   hostIPC: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))),
   kind: fc.constantFrom('Pod', 'Pod', 'Pod', 'Deployment', 'CronJob'),
+  hostUsers: fc.constantFrom(undefined, true, false),
 });
+
+export const podCase: fc.Arbitrary<PodCase> = podCaseBase.map(({ hostUsers, ...c }) =>
+  hostUsers === undefined || (hostUsers === false && (c.hostNetwork || c.hostIPC)) ? c : { ...c, hostUsers },
+);
+
+/** The host flags of a case as pod spec fields. */
+function hostFields(c: PodCase): { hostNetwork?: boolean; hostIPC?: boolean; hostUsers?: boolean } {
+  return {
+    ...(c.hostNetwork ? { hostNetwork: true } : {}),
+    ...(c.hostIPC ? { hostIPC: true } : {}),
+    ...(c.hostUsers !== undefined ? { hostUsers: c.hostUsers } : {}),
+  };
+}
 
 /** The object to create for a case, and where. */
 export function objectFor(
   c: PodCase,
   name: string,
 ): { obj: Record<string, unknown>; collection: string; group: string } {
-  const p = pod(name, c.sysctls, {
-    ...(c.hostNetwork ? { hostNetwork: true } : {}),
-    ...(c.hostIPC ? { hostIPC: true } : {}),
-  });
+  const p = pod(name, c.sysctls, hostFields(c));
   if (c.kind === 'Pod') return { obj: p, collection: 'pods', group: '/api/v1' };
   const template = { metadata: { labels: { app: name } }, spec: p['spec'] };
   if (c.kind === 'Deployment') {
@@ -222,7 +236,7 @@ export interface Decision {
 
 /** In-process: the API server's sysctl validation first, then the file's admit chain. */
 export async function localDecision(file: sysctl.SysctlPolicyFile, c: PodCase): Promise<Decision> {
-  const p = pod('p', c.sysctls, { hostNetwork: c.hostNetwork, hostIPC: c.hostIPC });
+  const p = pod('p', c.sysctls, hostFields(c));
   if (sysctl.validatePodSysctls(p).length > 0) return { admit: false };
   const r = await file.admitChain().admit({ pod: p });
   return r.admit ? { admit: true } : { admit: false, message: r.message! };

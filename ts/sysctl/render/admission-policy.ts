@@ -141,6 +141,8 @@ export function renderAdmissionPolicy(
     variables.push(
       { name: 'hostNetwork', expression: 'has(variables.spec.hostNetwork) && variables.spec.hostNetwork' },
       { name: 'hostIPC', expression: 'has(variables.spec.hostIPC) && variables.spec.hostIPC' },
+      // Unset means the host's user namespace, as in the kubelet.
+      { name: 'hostUsers', expression: '!has(variables.spec.hostUsers) || variables.spec.hostUsers' },
       {
         name: 'kubeletDenied',
         expression: `variables.items.map(x, ${kubeletVerdict(allowlist.entries(), 'string(x.n)')}).filter(m, m != "")`,
@@ -247,16 +249,20 @@ function forbidden(n: string, [prefix, suffix]: MessageTemplate): string {
 
 /**
  * The kubelet's `validateSysctl` for a normalised name: "" when allowed, else the message
- * `SysctlAllowlist.admit` gives (not allowlisted, or refused with hostNetwork/hostIPC).
+ * `SysctlAllowlist.admit` gives (not allowlisted, or refused with hostNetwork/hostIPC/host users).
  */
 function kubeletVerdict(entries: readonly AllowlistEntry[], n: string): string {
   const net = entries.filter((e) => e.namespace === 'Net');
   const ipc = entries.filter((e) => e.namespace === 'IPC');
-  const rest = entries.filter((e) => e.namespace !== 'Net' && e.namespace !== 'IPC');
+  const user = entries.filter((e) => e.namespace === 'User');
+  const rest = entries.filter(
+    (e) => e.namespace !== 'Net' && e.namespace !== 'IPC' && e.namespace !== 'User',
+  );
   const m = kubeletMessages();
   return (
     `((${matchesAny(net, n)}) ? (variables.hostNetwork ? ${forbidden(n, m.hostNet)} : "") : ` +
     `(${matchesAny(ipc, n)}) ? (variables.hostIPC ? ${forbidden(n, m.hostIpc)} : "") : ` +
+    `(${matchesAny(user, n)}) ? (variables.hostUsers ? ${forbidden(n, m.hostUser)} : "") : ` +
     `(${matchesAny(rest, n)}) ? "" : ${forbidden(n, m.notAllowlisted)})`
   );
 }

@@ -31,7 +31,9 @@ export function kubeletAllowlist(options: KubeletAllowlistOptions): SysctlAllowl
           : { kubernetesVersion: options.kubernetesVersion },
       )
     : [];
-  return newAllowlist([...safe, ...unsafe]);
+  const release =
+    options.kubernetesVersion === undefined ? {} : { kubernetesVersion: options.kubernetesVersion };
+  return newAllowlist([...safe, ...unsafe], release);
 }
 
 /** A message split around the quoted sysctl name: `prefix + "name" + suffix`. */
@@ -49,7 +51,7 @@ export function templateOf(message: string | undefined, sample: string): Message
 function rejection(
   patterns: string[],
   name: string,
-  spec: { hostNetwork?: boolean; hostIPC?: boolean },
+  spec: { hostNetwork?: boolean; hostIPC?: boolean; hostUsers?: boolean },
 ): string | undefined {
   return newAllowlist(patterns).admit({
     pod: { spec: { ...spec, securityContext: { sysctls: [{ name, value: '' }] } } },
@@ -61,6 +63,7 @@ export function kubeletMessages(): {
   notAllowlisted: MessageTemplate;
   hostNet: MessageTemplate;
   hostIpc: MessageTemplate;
+  hostUser: MessageTemplate;
 } {
   return {
     notAllowlisted: templateOf(rejection([], 'kernel.sem', {}), 'kernel.sem'),
@@ -69,5 +72,9 @@ export function kubeletMessages(): {
       'net.core.somaxconn',
     ),
     hostIpc: templateOf(rejection(['kernel.sem'], 'kernel.sem', { hostIPC: true }), 'kernel.sem'),
+    hostUser: templateOf(
+      rejection(['user.max_user_namespaces'], 'user.max_user_namespaces', { hostUsers: true }),
+      'user.max_user_namespaces',
+    ),
   };
 }

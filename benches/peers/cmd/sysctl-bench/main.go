@@ -64,7 +64,8 @@ func main() {
 	flag.Parse()
 	f.Check()
 
-	safe := sysctl.SafeSysctlAllowlist(context.Background())
+	ctx := context.Background()
+	safe := sysctl.SafeSysctlAllowlist(ctx)
 	allow, err := sysctl.NewAllowlist(append(append([]string{}, safe...), patterns...))
 	if err != nil {
 		benchfmt.Fatalf("NewAllowlist: %v", err)
@@ -78,7 +79,7 @@ func main() {
 		},
 	}
 	attrs := &lifecycle.PodAdmitAttributes{Pod: pod, Operation: lifecycle.AddOperation}
-	if r := allow.Admit(attrs); !r.Admit {
+	if r := allow.Admit(ctx, attrs); !r.Admit {
 		benchfmt.Fatalf("pod not admitted: %s: %s", r.Reason, r.Message)
 	}
 
@@ -88,7 +89,7 @@ func main() {
 	}
 	f.Bench("admit-pod-8-sysctls", func(n int) {
 		for range n {
-			if r := allow.Admit(attrs); !r.Admit {
+			if r := allow.Admit(ctx, attrs); !r.Admit {
 				benchfmt.Fatalf("pod not admitted: %s", r.Message)
 			}
 		}

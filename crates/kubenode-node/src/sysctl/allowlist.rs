@@ -3,16 +3,16 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kubenode_sysctl::Allowlist;
+use kubenode_sysctl::{host_flags, Allowlist};
 // Imported under their JS names, which the generated typings then use.
 use kubenode_sysctl::{AllowlistEntry as SysctlAllowlistEntry, Rejections as SysctlRejections};
 use napi::bindgen_prelude::{Uint32Array, Uint8Array};
 use napi::{Env, JsString};
 use napi_derive::napi;
 
-use super::convert::{batch_err, read_joined, Scratch};
+use super::convert::{batch_err, flag_byte, read_joined, Scratch};
+use crate::convert::k8s_version;
 use super::staged;
-use super::{HOST_IPC, HOST_NETWORK};
 use crate::errors::{err, throwing, ErrorCode};
 
 #[napi(js_name = "SysctlAllowlist")]
@@ -48,8 +48,8 @@ pub fn sysctl_staged_capacity() -> u32 {
 }
 
 /// Admits the pod staged in this thread's staging area against the allowlist in its slot.
-/// Returns 0 when admitted, `index << 2 | verdict` for the first forbidden sysctl (verdict
-/// 1 not allowlisted, 2 host network, 3 host IPC), or 0xFFFFFFFF when the staged words are not
+/// Returns 0 when admitted, `index << 3 | verdict` for the first forbidden sysctl (verdict
+/// 1 not allowlisted, 2 host network, 3 host IPC, 4 host users), or 0xFFFFFFFF when the staged words are not
 /// a valid pod (unknown slot or name index, count over capacity, no staging area). Takes no
 /// arguments: that is what makes it cheap to call.
 #[napi]
@@ -59,11 +59,18 @@ pub fn sysctl_admit_staged() -> u32 {
 
 #[napi]
 impl JsSysctlAllowlist {
-    /// `NewAllowlist`; errors carry upstream's message.
+    /// `NewAllowlist` of a Kubernetes release (default: the newest kubenode knows); errors
+    /// carry upstream's message.
     #[napi(constructor)]
-    pub fn new(env: Env, patterns: Vec<String>) -> napi::Result<Self> {
+    pub fn new(
+        env: Env,
+        patterns: Vec<String>,
+        kubernetes_version: Option<String>,
+    ) -> napi::Result<Self> {
         throwing(&env, || {
-            let inner = Allowlist::new(&patterns).map_err(|e| err(ErrorCode::InvalidArg, e))?;
+            let k8s = k8s_version(kubernetes_version)?;
+            let inner = Allowlist::for_release(&patterns, k8s)
+                .map_err(|e| err(ErrorCode::InvalidArg, e))?;
             let shared = Rc::new(staged::Shared {
                 inner,
                 names: RefCell::default(),
@@ -101,12 +108,7 @@ impl JsSysctlAllowlist {
             let r = self
                 .shared
                 .inner
-                .admit_joined(
-                    &joined,
-                    u64::from(count),
-                    flags & HOST_NETWORK != 0,
-                    flags & HOST_IPC != 0,
-                )
+                .admit_joined(&joined, u64::from(count), flag_byte(flags))
                 .map_err(batch_err)?;
             Ok(r.err().map(|e| e.message()))
         })
@@ -146,7 +148,7 @@ impl JsSysctlAllowlist {
                 .shared
                 .names
                 .borrow()
-                .admit(ids, flags & HOST_NETWORK != 0, flags & HOST_IPC != 0)
+                .admit(ids, flag_byte(flags))
                 .map_err(|e| err(ErrorCode::InvalidArg, e))?;
             Ok(r.err().map(|e| e.message()))
         })
@@ -174,12 +176,14 @@ impl JsSysctlAllowlist {
 
     #[napi]
     pub fn admit_list(&self, names: Vec<String>, flags: u32) -> Option<String> {
+        let (host_net, host_ipc, host_users) = host_flags(flag_byte(flags));
         self.shared
             .inner
             .admit(
                 names.iter().map(String::as_str),
-                flags & HOST_NETWORK != 0,
-                flags & HOST_IPC != 0,
+                host_net,
+                host_ipc,
+                host_users,
             )
             .err()
             .map(|e| e.message())

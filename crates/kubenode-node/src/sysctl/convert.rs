@@ -9,6 +9,12 @@ use napi::{JsString, JsValue};
 use super::types::SysctlFieldError;
 use crate::errors::{err, ErrorCode, ErrorScope, NativeError, Result};
 
+/// The host-flag byte of a pod (`HOST_NETWORK`, `HOST_IPC`, `POD_USERNS`); higher bits are not
+/// flags and are dropped.
+pub fn flag_byte(flags: u32) -> u8 {
+    (flags & 0xff) as u8
+}
+
 /// Reusable buffers for reading the joined names, so an admission allocates nothing.
 #[derive(Default)]
 pub struct Scratch {

@@ -10,9 +10,10 @@
 //! Security's check) are the policy entry points; the free functions below are the rest.
 
 use kubenode_sysctl::{
-    baseline_allowed_sysctls, default_probe_names, get_namespace, is_valid_sysctl_name,
-    is_valid_sysctl_pattern, normalize_name, parse_policy_version, safe_list, validate_sysctls,
-    KernelVersion, NsTarget, SAFE_SYSCTLS,
+    baseline_allowed_sysctls, default_pod_sysctls_enabled, default_probe_names, get_namespace_at,
+    host_flags, is_valid_sysctl_name, is_valid_sysctl_pattern, normalize_name,
+    parse_policy_version, safe_list, sandbox_sysctls, validate_default_pod_sysctls,
+    validate_sysctls, KernelVersion, NsTarget, SAFE_SYSCTLS,
 };
 // Imported under their JS names, which the generated typings then use.
 use kubenode_sysctl::{
@@ -25,7 +26,7 @@ use napi_derive::napi;
 
 use crate::convert::k8s_version;
 use crate::errors::{err, throwing, ErrorCode, NativeError};
-use convert::field_errors;
+use convert::{field_errors, flag_byte};
 use tasks::{ApplyTask, ProbeTask};
 use types::*;
 
@@ -42,7 +43,7 @@ const HOST_NETWORK: u32 = kubenode_sysctl::HOST_NETWORK as u32;
 
 /// `sysctlValidate` flag: AllowNamespacedSysctlsForHostNetAndHostIPC.
 #[napi]
-pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 4;
+pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 8;
 
 const HOST_IPC: u32 = kubenode_sysctl::HOST_IPC as u32;
 
@@ -61,9 +62,55 @@ pub fn sysctl_normalize_name(name: String) -> String {
     normalize_name(&name).into_owned()
 }
 
+/// `GetNamespace` with the namespace tables of a Kubernetes release (default: the newest).
 #[napi]
-pub fn sysctl_get_namespace(name: String) -> SysctlNamespaceInfo {
-    get_namespace(&name)
+pub fn sysctl_get_namespace(
+    env: Env,
+    name: String,
+    kubernetes_version: Option<String>,
+) -> napi::Result<SysctlNamespaceInfo> {
+    throwing(&env, || {
+        Ok(get_namespace_at(&name, k8s_version(kubernetes_version)?))
+    })
+}
+
+/// The kubelet's configuration errors for `defaultPodSysctls` with these names (in order),
+/// the `DefaultPodSysctls` gate as set (`null`: unset) and a Kubernetes release.
+#[napi]
+pub fn sysctl_validate_default_pod_sysctls(
+    env: Env,
+    names: Vec<String>,
+    gate: Option<bool>,
+    kubernetes_version: Option<String>,
+) -> napi::Result<Vec<String>> {
+    throwing(&env, || {
+        let k8s = k8s_version(kubernetes_version)?;
+        Ok(validate_default_pod_sysctls(
+            names.iter().map(String::as_str),
+            gate,
+            k8s,
+        ))
+    })
+}
+
+/// A pod's sandbox sysctls: the node's defaults that apply (when the release and gate enable
+/// them), then the pod's own. `flags`: 1 hostNetwork, 2 hostIPC, 4 own user namespace.
+#[napi]
+pub fn sysctl_sandbox_sysctls(
+    env: Env,
+    defaults: Vec<SysctlPair>,
+    pod: Vec<SysctlPair>,
+    flags: u32,
+    gate: Option<bool>,
+    kubernetes_version: Option<String>,
+) -> napi::Result<Vec<SysctlPair>> {
+    throwing(&env, || {
+        let enabled = default_pod_sysctls_enabled(gate, k8s_version(kubernetes_version)?);
+        let (host_net, host_ipc, host_users) = host_flags(flag_byte(flags));
+        Ok(sandbox_sysctls(
+            &defaults, &pod, host_net, host_ipc, host_users, enabled,
+        ))
+    })
 }
 
 /// `ParseGeneric` components of a kernel version string.
@@ -117,7 +164,7 @@ pub fn sysctl_safe_table() -> Vec<SysctlSafeRow> {
 }
 
 /// `validateSysctls` over the names in spec order. `flags`: 1 hostNetwork, 2 hostIPC,
-/// 4 AllowNamespacedSysctlsForHostNetAndHostIPC.
+/// 8 AllowNamespacedSysctlsForHostNetAndHostIPC.
 #[napi]
 pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<SysctlFieldError> {
     field_errors(validate_sysctls(

@@ -20,7 +20,7 @@ pub const HEADER: usize = 3;
 /// Total words (1 KiB); a pod with more than `LEN - HEADER` sysctls takes `admitIds`.
 pub const LEN: usize = 256;
 /// Returned when the staged pod cannot be read: unknown slot or id, or count out of range.
-/// Never a valid rejection code (those are below 2^10).
+/// Never a valid rejection code (those are below 2^11).
 pub const STAGED_ERROR: u32 = u32::MAX;
 
 /// What the class wrapper and the staged call share.
@@ -50,7 +50,7 @@ pub fn staging_buffer(env: &napi::Env) -> Result<napi::Unknown<'static>> {
     STAGE.with(|s| s.buffer(env, "sysctl staging buffer"))
 }
 
-/// Admits the staged pod: 0 admitted; `index << 2 | verdict` (verdict 1–3, see `Verdict`) for
+/// Admits the staged pod: 0 admitted; `index << 3 | verdict` (verdict 1–4, see `Verdict`) for
 /// the first forbidden sysctl; `STAGED_ERROR` if the staged words are not a valid pod.
 #[inline]
 pub fn admit_staged() -> u32 {
@@ -69,11 +69,10 @@ pub fn admit_staged() -> u32 {
             };
             match names.first_rejection(
                 ids.iter().map(|a| a.load(Relaxed)),
-                flags & super::HOST_NETWORK != 0,
-                flags & super::HOST_IPC != 0,
+                super::convert::flag_byte(flags),
             ) {
                 Ok(None) => 0,
-                Ok(Some((i, v))) => ((i as u32) << 2) | v as u32,
+                Ok(Some((i, v))) => ((i as u32) << 3) | v as u32,
                 Err(_) => STAGED_ERROR,
             }
         })
