@@ -245,7 +245,12 @@ describe('a slow runtime handler lookup', () => {
     expect(b).toBe('POD');
     await expect(a).rejects.toThrow('RuntimeClass handler "slow" does not support user namespaces');
     expect((await a2)?.mode).toBe('POD');
-    expect(m.allocations().map((x) => x.pod).sort()).toEqual(['a', 'b']);
+    expect(
+      m
+        .allocations()
+        .map((x) => x.pod)
+        .sort(),
+    ).toEqual(['a', 'b']);
   });
 });
 
