@@ -5,6 +5,7 @@ import { isKubenodeError, KubenodeError } from '../errors.js';
 import { probe } from '../sysctl/apply.js';
 import { allowlistFromKubeletConfig } from '../sysctl/config.js';
 import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
+import { assertPodShape } from '../sysctl/pod.js';
 import { isPlainObject, MAX_OBJECT_BYTES, parseDocuments, readInput } from './input.js';
 import { addOutputOption, badInput, CliExit, out, outputFormat, printJson, warn } from './output.js';
 import { registerSysctlPolicy } from './sysctl-policy.js';
@@ -23,6 +24,13 @@ async function readPod(file: string): Promise<object> {
   if (!isPlainObject(pod)) badInput(`${file}: not a Pod object`);
   const kind = pod.kind;
   if (kind !== undefined && kind !== 'Pod') badInput(`${file}: kind is ${JSON.stringify(kind)}, want Pod`);
+  // A pod the API server would not decode is bad input, not a failed admit handler.
+  try {
+    assertPodShape(pod);
+  } catch (e) {
+    if (isKubenodeError(e)) badInput(`${file}: ${e.message}`);
+    throw e;
+  }
   return pod;
 }
 
