@@ -1,8 +1,9 @@
-// Reading the JSON/YAML files the CLI takes (pod manifests, conntrack tables): size-capped reads
-// and a parse that stays linear on large documents.
+// Reading the JSON/YAML files the CLI takes (pod manifests, policy files, conntrack tables):
+// size-capped reads, and the parse of ../yaml-documents.ts that stays linear on large documents.
 import { open } from 'node:fs/promises';
-import { type Document, isScalar, parseAllDocuments, visit } from 'yaml';
 import { badInput, CliExit } from './output.js';
+
+export { parseDocuments } from '../yaml-documents.js';
 
 /**
  * The API server's request body limit (k8s.io/apiserver `MaxRequestBodyBytes`, 3 MiB): no object
@@ -46,48 +47,6 @@ export async function readInput(path: string, what: string, limit?: number): Pro
     badInput(`cannot read ${what} ${path}: ${(e as Error).message}`);
   }
   return Buffer.concat(chunks, total).toString('utf8');
-}
-
-/**
- * Parses a JSON or YAML stream into its non-empty documents; throws with the parser's message. JSON (what the API server and
- * `kubectl get -o json` produce) takes the fast native path. YAML duplicate keys are refused as
- * go-yaml does, but with one set per map: the library's own check is quadratic in the number of
- * keys (a 3 MB pod took minutes).
- */
-export function parseDocuments(text: string): unknown[] {
-  if (/^\s*[[{]/.test(text)) {
-    try {
-      return [JSON.parse(text) as unknown];
-    } catch {
-      // Not JSON after all (e.g. a YAML flow mapping): the YAML parser reports the error.
-    }
-  }
-  const docs = parseAllDocuments(text, { uniqueKeys: false });
-  for (const d of docs) {
-    if (d.errors.length > 0) throw new Error(d.errors[0]?.message);
-    const dup = duplicateKey(d);
-    if (dup !== undefined) throw new Error(`mapping key ${JSON.stringify(dup)} already defined`);
-  }
-  return docs.filter((d) => d.contents !== null).map((d) => d.toJS() as unknown);
-}
-
-function duplicateKey(doc: Document): string | undefined {
-  let dup: string | undefined;
-  visit(doc, {
-    Map(_, map) {
-      const seen = new Set<unknown>();
-      for (const { key } of map.items) {
-        const k = isScalar(key) ? key.value : key;
-        if (seen.has(k)) {
-          dup = String(k);
-          return visit.BREAK;
-        }
-        seen.add(k);
-      }
-      return undefined;
-    },
-  });
-  return dup;
 }
 
 /** A plain JSON object: not a list, a scalar, binary data or another tagged YAML value. */

@@ -2,9 +2,9 @@
 // admission (`admitChain()`, the kubelet's PodAdmitChain) and API admission (`render()`, a
 // ValidatingAdmissionPolicy and its binding), so both decide alike.
 import { readFile } from 'node:fs/promises';
-import { parseAllDocuments } from 'yaml';
 import { PodAdmitChain } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { parseDocuments } from '../yaml-documents.js';
 import { SysctlNamePolicy, type SysctlPolicy, type SysctlPolicyEntry, sysctlPolicyAt } from './policy.js';
 import { SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
 import {
@@ -160,24 +160,28 @@ export class SysctlPolicyFile {
 /** Parses one YAML (or JSON) document into a checked policy file. */
 export function parseSysctlPolicyFile(text: string, source = 'policy'): SysctlPolicyFile {
   if (typeof text !== 'string') throw new KubenodeTypeError(`text must be a string, got ${describe(text)}`);
-  const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs.filter((d) => d.contents !== null) : [];
-  if (list.length !== 1) {
+  let docs: unknown[];
+  try {
+    docs = parseDocuments(text);
+  } catch (e) {
+    // Syntax errors, a key given twice, an alias bomb (past yaml's alias cap).
     throw new SysctlPolicyFileError(
       'ERR_KUBENODE_PARSE',
-      `${source}: expected one YAML document, found ${list.length}`,
+      `${source}: malformed YAML: ${(e as Error).message}`,
+      '',
+      {
+        cause: e,
+      },
+    );
+  }
+  if (docs.length !== 1) {
+    throw new SysctlPolicyFileError(
+      'ERR_KUBENODE_PARSE',
+      `${source}: expected one YAML document, found ${docs.length}`,
       '',
     );
   }
-  const doc = list[0]!;
-  if (doc.errors.length > 0) {
-    throw new SysctlPolicyFileError(
-      'ERR_KUBENODE_PARSE',
-      `${source}: malformed YAML: ${doc.errors[0]!.message}`,
-      '',
-    );
-  }
-  return new SysctlPolicyFile(doc.toJS({ maxAliasCount: 100 }), source);
+  return new SysctlPolicyFile(docs[0], source);
 }
 
 /** Reads and checks a policy file. */
