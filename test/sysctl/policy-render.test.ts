@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { sysctl } from '../../ts/index.js';
+import { KubenodeRangeError, sysctl } from '../../ts/index.js';
 import { parseLabelSelector } from '../../ts/sysctl/render/selector.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -318,6 +318,34 @@ describe('kubenode sysctl policy render', () => {
     expect(() => sysctl.parseSysctlPolicyFile(bomb, 'bomb.yaml')).toThrow(
       expect.objectContaining({ name: 'SysctlPolicyFileError', code: 'ERR_KUBENODE_PARSE' }),
     );
+  });
+
+  it("refuses a policy whose CEL would pass the API server's expression limit, naming the limit", () => {
+    const entries = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `    - {name: net.ipv4.conf.eth${i}.rp_filter, min: 0, max: 2}\n`,
+      ).join('');
+    const r = run([
+      'sysctl',
+      'policy',
+      'render',
+      '--policy',
+      file(`${header}spec:\n  sysctls:\n${entries(400)}`),
+    ]);
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toMatch(
+      /policy too large for the API server: its CEL variable "policyDenied" is \d+ characters, above the API server's limit of 100000 per expression/,
+    );
+    const big = new sysctl.SysctlPolicy(
+      Array.from({ length: 400 }, (_, i) => ({ name: `net.ipv4.conf.eth${i}.rp_filter`, min: 0 })),
+    );
+    expect(() => sysctl.renderAdmissionPolicy(big)).toThrow(KubenodeRangeError);
+    // 190 entries fit (the applied policy is checked in policy-apiserver.test.ts).
+    expect(
+      run(['sysctl', 'policy', 'render', '--policy', file(`${header}spec:\n  sysctls:\n${entries(190)}`)])
+        .code,
+    ).toBe(0);
   });
 
   it('prints the schema', () => {
