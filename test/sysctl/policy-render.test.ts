@@ -229,6 +229,10 @@ describe('policy files', () => {
       ],
     });
     expect(() => parseLabelSelector('a=b,a=c')).toThrow(/conflicting/);
+    // Keys named like Object.prototype members are ordinary keys, not conflicts.
+    expect(parseLabelSelector('constructor=a,toString=b,toString=b')).toEqual({
+      matchLabels: { constructor: 'a', toString: 'b' },
+    });
     expect(() => parseLabelSelector('a=b c')).toThrow(/invalid/);
   });
 });
