@@ -281,16 +281,22 @@ describe('kubenode sysctl policy render', () => {
     expect(run(['sysctl', 'policy', 'render', '--policy', good, '-o', 'text']).code).toBe(2);
   });
 
-  it('refuses an oversized file, a duplicate key and an alias bomb with exit 2; a large file stays fast', () => {
+  it('refuses an oversized file, a duplicate key and an alias bomb with exit 2; a large file stays fast', async () => {
     const policyHead = `${header}spec:\n  sysctls: [{name: net.core.somaxconn, min: 128}]\n`;
     const labels = (n: number) =>
       `${policyHead}  namespaceSelector:\n    matchLabels:\n${Array.from({ length: n }, (_, i) => `      k${i}: v\n`).join('')}`;
     // Above the 3 MiB the pod files have: refused unread.
     let big = labels(1);
     big += `#${'x'.repeat(3 * 1024 * 1024 + 1 - big.length)}\n`;
-    const tooBig = run(['sysctl', 'policy', 'render', '--policy', file(big)]);
+    const bigFile = file(big);
+    const tooBig = run(['sysctl', 'policy', 'render', '--policy', bigFile]);
     expect(tooBig).toMatchObject({ code: 2, stdout: '' });
     expect(tooBig.stderr).toContain('Request entity too large: limit is 3145728');
+    await expect(sysctl.loadSysctlPolicyFile(bigFile)).rejects.toMatchObject({
+      name: 'SysctlPolicyFileError',
+      code: 'ERR_KUBENODE_INVALID_ARG',
+      message: `${bigFile}: Request entity too large: limit is 3145728 (the API server's request body limit)`,
+    });
     // 60,000 label keys (0.9 MB): the duplicate-key check is linear (the quadratic one took minutes).
     const start = performance.now();
     const large = run(['sysctl', 'policy', 'render', '--policy', file(labels(60_000)), '-o', 'json']);

@@ -1,9 +1,9 @@
 // A sysctl policy file (YAML or JSON, schema in ./policy-schema.ts): one file drives node
 // admission (`admitChain()`, the kubelet's PodAdmitChain) and API admission (`render()`, a
 // ValidatingAdmissionPolicy and its binding), so both decide alike.
-import { readFile } from 'node:fs/promises';
 import { PodAdmitChain } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { InputTooLargeError, MAX_OBJECT_BYTES, readCapped } from '../read-capped.js';
 import { parseDocuments } from '../yaml-documents.js';
 import { SysctlNamePolicy, type SysctlPolicy, type SysctlPolicyEntry, sysctlPolicyAt } from './policy.js';
 import { SYSCTL_POLICY_SCHEMA } from './policy-schema.js';
@@ -184,13 +184,17 @@ export function parseSysctlPolicyFile(text: string, source = 'policy'): SysctlPo
   return new SysctlPolicyFile(docs[0], source);
 }
 
-/** Reads and checks a policy file. */
+/** Reads (at most `MAX_OBJECT_BYTES`, 3 MiB) and checks a policy file. */
 export async function loadSysctlPolicyFile(file: string): Promise<SysctlPolicyFile> {
   if (typeof file !== 'string') throw new KubenodeTypeError(`file must be a string, got ${describe(file)}`);
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // Capped as pod files are: the rendered policy is an API object, bounded by the same limit.
+    text = await readCapped(file, MAX_OBJECT_BYTES);
   } catch (e) {
+    if (e instanceof InputTooLargeError) {
+      throw new SysctlPolicyFileError('ERR_KUBENODE_INVALID_ARG', `${file}: ${e.message}`, '', { cause: e });
+    }
     throw new SysctlPolicyFileError('ERR_KUBENODE_IO', `cannot read ${file}: ${(e as Error).message}`, '', {
       cause: e,
     });
