@@ -203,11 +203,14 @@ export function renderAdmissionPolicy(
 function checkExpressionSize(e: { name?: string; expression: string }): void {
   let size = 0;
   for (const _ of e.expression) size++;
-  if (size <= MAX_CEL_EXPRESSION_CODE_POINTS) return;
-  const what = e.name !== undefined ? `variable ${JSON.stringify(e.name)}` : 'a validation';
-  throw new KubenodeRangeError(
-    `policy too large for the API server: its CEL ${what} is ${size} characters, above the ` +
-      `API server's limit of ${MAX_CEL_EXPRESSION_CODE_POINTS} per expression; use fewer entries ` +
+  if (size > MAX_CEL_EXPRESSION_CODE_POINTS) throw tooLarge(e.name);
+}
+
+function tooLarge(variable: string | undefined): KubenodeRangeError {
+  const what = variable !== undefined ? `variable ${JSON.stringify(variable)}` : 'a validation';
+  return new KubenodeRangeError(
+    `policy too large for the API server: its CEL ${what} passes the API server's limit of ` +
+      `${MAX_CEL_EXPRESSION_CODE_POINTS} characters per expression; use fewer entries ` +
       '(a pattern such as net.ipv4.conf.*.rp_filter covers many names)',
   );
 }
@@ -300,11 +303,15 @@ function policyVerdict(policy: AnyPolicy, n: string, v: string): string {
   // match, NO_RULE last) whose first real verdict is taken: a chain of conditionals would nest
   // one level per entry, and the API server's CEL parser stops at 250 levels. Entries give only
   // the detail of a refusal; the message around it is written once, for the verdict taken.
-  const terms = policy
-    .rules()
-    .map(
-      (e) => `${n}.matches(${celString(namePattern(e))}) ? ${valueVerdict(e, v, celString)} : ${NO_MATCH}`,
-    );
+  const terms: string[] = [];
+  let length = 0;
+  for (const e of policy.rules()) {
+    const term = `${n}.matches(${celString(namePattern(e))}) ? ${valueVerdict(e, v, celString)} : ${NO_MATCH}`;
+    // Refused as soon as it is certain, rather than after building megabytes of CEL.
+    length += term.length;
+    if (length > MAX_CEL_EXPRESSION_CODE_POINTS) throw tooLarge('policyDenied');
+    terms.push(term);
+  }
   const [head, rest] = templateOf(badValueMessage('a.b', DETAIL), 'a.b');
   const at = rest.indexOf(DETAIL);
   if (at < 0)
