@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bitmap, KubenodeRangeError, KubenodeTypeError } from '../ts/index.js';
 
-const { AllocationBitmap } = bitmap;
+const { AllocationBitmap, MAX_BATCH } = bitmap;
 
 describe('AllocationBitmap batches', () => {
   it('allocateNext(n) hands out exactly what n single calls would, and reports a short batch exactly', () => {
@@ -65,6 +65,73 @@ describe('AllocationBitmap batches', () => {
     );
     expect(m.toArray()).toEqual(before);
     expect(m.count()).toBe(taken.length);
+  });
+
+  it('hostile batch inputs get typed errors, run no caller code and leak or lose no slot', () => {
+    const m = new AllocationBitmap(10_000, 'r', { strategy: 'contiguous-scan' });
+    m.allocateNext(10);
+    const before = m.toArray();
+    const unchanged = () => expect(m.toArray()).toEqual(before);
+    // A BigInt, alone or after valid offsets, staged or not.
+    for (const bad of [[1n], [1, 2, 3n], [...Array.from({ length: 3000 }, () => 1), 2n]]) {
+      expect(() => m.releaseMany(bad as unknown as number[])).toThrow(KubenodeTypeError);
+      unchanged();
+    }
+    // A proxy of a Uint32Array is refused before any of its traps run.
+    let traps = 0;
+    const handler = {
+      get: (t: Uint32Array, k: PropertyKey) => {
+        traps++;
+        return Reflect.get(t, k, t);
+      },
+      getPrototypeOf: (t: Uint32Array) => {
+        traps++;
+        return Reflect.getPrototypeOf(t);
+      },
+    };
+    expect(() => m.releaseMany(new Proxy(new Uint32Array(2), {}))).toThrow(KubenodeTypeError);
+    expect(() => m.releaseMany(new Proxy(Uint32Array.of(0, 1), handler))).toThrow(KubenodeTypeError);
+    expect(() => m.allocateNextInto(new Proxy(new Uint32Array(2), handler))).toThrow(KubenodeTypeError);
+    expect(traps).toBe(0);
+    unchanged();
+    // A batch too large to return as an array: refused before anything is taken.
+    for (const n of [2 ** 32, MAX_BATCH + 1]) {
+      expect(() => m.allocateNext(n)).toThrow(KubenodeRangeError);
+      unchanged();
+    }
+    // A subclass whose `length` lies: exactly the array's real length is taken and stored.
+    class Liar extends Uint32Array {
+      constructor(
+        n: number,
+        readonly claimed: number,
+      ) {
+        super(n);
+      }
+      override get length(): number {
+        return this.claimed;
+      }
+    }
+    for (const [real, claimed] of [
+      [2, 50],
+      [3000, 2],
+      [2, 5000],
+    ] as const) {
+      const out = new Liar(real, claimed);
+      const count = m.count();
+      expect(m.allocateNextInto(out)).toBe(real);
+      expect(m.count()).toBe(count + real);
+      expect(new Set(Array.from(Uint32Array.from(out.subarray(0, real)))).size).toBe(real);
+      expect(m.releaseMany(out)).toBe(real);
+      expect(m.count()).toBe(count);
+    }
+    unchanged();
+    // Each element of a large array is read once: what was checked is what is released.
+    const slots = Array.from({ length: 3000 }, () => 0);
+    let reads = 0;
+    Object.defineProperty(slots, 1, { get: () => (reads++ === 0 ? 5 : 1.5) });
+    expect(m.releaseMany(slots)).toBe(2);
+    expect(reads).toBe(1);
+    expect(m.toArray()).toEqual(before.filter((i) => i !== 0 && i !== 5));
   });
 
   it('agrees with a plain TypeScript model under random batch sequences', () => {

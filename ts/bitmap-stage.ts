@@ -97,19 +97,20 @@ export function allocateNextMany(slot: number, n: number): number[] | undefined 
   return out;
 }
 
-/** Fills `out` (a real typed array) from the map in `slot`: how many slots were taken, or -1. */
-export function allocateNextInto(slot: number, out: Uint32Array): number {
+/** Fills `out` (a real typed array of `length` elements) from the map in `slot`: how many slots
+ * were taken, or -1. */
+export function allocateNextInto(slot: number, out: Uint32Array, length: number): number {
   const s = stage;
-  const k = s === null || out.length > s.capacity ? -1 : allocateStaged(s, slot, out.length);
+  const k = s === null || length > s.capacity ? -1 : allocateStaged(s, slot, length);
   if (s === null || k < 0) return -1;
   for (let j = 0; j < k; j++) out[j] = s.words[HEADER + j] as number;
   return k;
 }
 
-/** `releaseMany` of slots in a Uint32Array: how many were taken, or -1 when not staged. */
-export function releaseMany(slot: number, slots: Uint32Array): number {
+/** `releaseMany` of slots in a real Uint32Array of `n` elements: how many were taken, or -1 when
+ * not staged. */
+export function releaseMany(slot: number, slots: Uint32Array, n: number): number {
   const s = stage;
-  const n = slots.length;
   if (s === null || n > s.capacity) return -1;
   const w = s.words;
   const generation = w[GENERATION];
@@ -135,8 +136,9 @@ export function releaseManyNumbers(slot: number, slots: readonly number[]): numb
   let j = 0;
   for (; j < n; j++) {
     const i = slots[j] as number;
-    // True only for an integer in [0, 2^32): anything else (even a non-number) is checked below.
-    if (i >>> 0 !== i) break;
+    // True only for an integer in [0, 2^32): anything else is checked below (a BigInt first,
+    // which `>>>` would refuse with a bare TypeError).
+    if (typeof i !== 'number' || i >>> 0 !== i) break;
     w[HEADER + j] = i;
   }
   let call = s.releaseMany;

@@ -6,6 +6,7 @@ import type { BitmapSnapshot, AllocationBitmap as NativeBitmap } from './binding
 import * as staged from './bitmap-stage.js';
 import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
 import { native } from './native.js';
+import { uint32ArrayLength } from './typed-array.js';
 
 /** How `allocateNext` picks a free slot (upstream's `randomScanStrategy`/`contiguousScanStrategy`). */
 export type Strategy = 'random-scan' | 'contiguous-scan';
@@ -29,6 +30,12 @@ export type { BitmapSnapshot } from './binding.js';
 
 /** Largest supported size: one slot per 32-bit ID. */
 export const MAX_SLOTS = 2 ** 32;
+
+/**
+ * Largest `n` of `allocateNext(n)`, whose answer is a fresh JS array (16 Mi slots, a /8 of IPv4
+ * addresses): a larger batch would build gigabytes of numbers. `allocateNextInto` takes any size.
+ */
+export const MAX_BATCH = 2 ** 24;
 
 /**
  * A fixed-size set of slots `[0, max)`, upstream's `AllocationBitmap`.
@@ -87,10 +94,16 @@ export class AllocationBitmap {
       const r = staged.allocateNext(this.#slot);
       return r !== undefined ? r : callNative(() => this.#n.allocateNext());
     }
-    assertInteger('n', n, 0, MAX_SLOTS);
+    assertInteger('n', n, 0, MAX_BATCH);
     const many = staged.allocateNextMany(this.#slot, n);
     if (many !== undefined) return many;
-    const out = new Uint32Array(Math.min(n, this.#n.max));
+    // Sized by what can still be taken: at most `free()` slots, whatever `n` asks for.
+    const out = new Uint32Array(
+      Math.min(
+        n,
+        callNative(() => this.#n.free()),
+      ),
+    );
     return Array.from(
       out.subarray(
         0,
@@ -105,9 +118,10 @@ export class AllocationBitmap {
    * was taken. Reuse one array across calls to allocate nothing per batch.
    */
   allocateNextInto(out: Uint32Array): number {
-    if (!(out instanceof Uint32Array)) throw new KubenodeTypeError('out must be a Uint32Array');
-    // Only a real typed array: writing results into a proxy could run code mid-copy.
-    const k = ArrayBuffer.isView(out) ? staged.allocateNextInto(this.#slot, out) : -1;
+    // Only a real typed array, and its real length: a proxy or a subclass's `length` getter could
+    // run code mid-copy or ask for more slots than the array can store (the rest would leak).
+    const n = uint32ArrayLength('out', out);
+    const k = staged.allocateNextInto(this.#slot, out, n);
     if (k >= 0) return k;
     return callNative(() => this.#n.allocateNextInto(out));
   }
@@ -123,19 +137,19 @@ export class AllocationBitmap {
    * taken before. A non-integer or negative value throws before anything is released.
    */
   releaseMany(slots: Uint32Array | readonly number[]): number {
-    if (slots instanceof Uint32Array) {
-      const r = staged.releaseMany(this.#slot, slots);
-      // Not staged: a large batch, or a proxy (copied, since the binding takes only real arrays).
-      return r >= 0
-        ? r
-        : callNative(() => this.#n.releaseMany(ArrayBuffer.isView(slots) ? slots : Uint32Array.from(slots)));
+    if (!Array.isArray(slots)) {
+      // Typed input must be a real Uint32Array (not a proxy, whose reads run code).
+      const n = uint32ArrayLength('slots', slots, 'slots must be a Uint32Array or an array of numbers');
+      const r = staged.releaseMany(this.#slot, slots as Uint32Array, n);
+      return r >= 0 ? r : callNative(() => this.#n.releaseMany(slots as Uint32Array));
     }
-    if (!Array.isArray(slots))
-      throw new KubenodeTypeError('slots must be a Uint32Array or an array of numbers');
     const r = staged.releaseManyNumbers(this.#slot, slots);
     if (r >= 0) return r;
-    for (const i of slots) assertInteger('offset', i);
-    return callNative(() => this.#n.releaseManyNumbers(Float64Array.from(slots)));
+    // Each element read once (a getter may answer differently each time), checked, then released.
+    const n = slots.length;
+    const copy = new Float64Array(n);
+    for (let k = 0; k < n; k++) copy[k] = assertInteger('offset', slots[k]);
+    return callNative(() => this.#n.releaseManyNumbers(copy));
   }
 
   /** True when slot `i` is taken; false for a free or out-of-range slot. */

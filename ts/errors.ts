@@ -191,5 +191,6 @@ export function describe(v: unknown): string {
   if (v === null) return 'null';
   if (typeof v === 'number') return String(v);
   if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}…` : v);
+  if (Array.isArray(v)) return 'array';
   return typeof v;
 }

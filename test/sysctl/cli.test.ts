@@ -98,12 +98,22 @@ describe('kubenode admit', () => {
   });
 });
 
-it('a mistyped pod field fails the handler: exit 1, UnexpectedAdmissionError, the typed message', () => {
-  const r = run(['admit', '-', '--kernel', '6.18'], 'kind: Pod\nspec:\n  hostNetwork: "yes"\n');
-  expect(r.code).toBe(1);
-  expect(r.stdout).toBe(
-    'REJECT UnexpectedAdmissionError: admit handler "sysctl" failed: spec.hostNetwork must be a boolean, got "yes"\n',
-  );
+it('a malformed pod is bad input: exit 2 with the typed message, nothing on stdout', () => {
+  const cases: Array<[string, string]> = [
+    ['kind: Pod\nspec:\n  hostNetwork: "yes"\n', 'spec.hostNetwork must be a boolean, got "yes"'],
+    ['kind: Pod\nspec: []\n', 'pod.spec must be an object, got array'],
+    ['kind: Pod\nspec:\n  securityContext: [1]\n', 'spec.securityContext must be an object, got array'],
+    [
+      'kind: Pod\nspec:\n  securityContext:\n    sysctls:\n    - name: kernel.sem\n    - name: [a]\n',
+      'spec.securityContext.sysctls[1].name must be a string, got array',
+    ],
+  ];
+  for (const [pod, message] of cases) {
+    const r = run(['admit', '-', '--kernel', '6.18'], pod);
+    expect(r.code, pod).toBe(2);
+    expect(r.stdout, pod).toBe('');
+    expect(r.stderr, pod).toBe(`kubenode: -: ${message}\n`);
+  }
 });
 
 describe('kubenode sysctl safe-list', () => {

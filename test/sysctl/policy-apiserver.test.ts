@@ -204,6 +204,49 @@ describe('rendered policies in the API server', () => {
     await api.deletePolicy('long');
   });
 
+  it('a policy of 190 range entries stays within the CEL limits, applies and decides as the node does', async () => {
+    await api.namespace('large', { case: 'large' });
+    // One entry per interface, then a wildcard the earlier entries shadow (first match decides).
+    const entries: sysctl.SysctlPolicyEntry[] = Array.from({ length: 190 }, (_, i) => ({
+      name: `net.ipv4.conf.eth${i}.rp_filter`,
+      min: i % 3,
+      max: (i % 3) + 1,
+    }));
+    entries.push({ name: 'net.ipv4.conf.*.rp_filter', values: ['0'] });
+    const policy = new sysctl.SysctlPolicy(entries);
+    const rendered = sysctl.renderAdmissionPolicy(policy, {
+      name: 'large',
+      namespaceSelector: { matchLabels: { case: 'large' } },
+    });
+    const spec = rendered[0]['spec'] as { variables: { expression: string }[] };
+    for (const v of spec.variables) {
+      expect(v.expression.length).toBeLessThanOrEqual(sysctl.MAX_CEL_EXPRESSION_CODE_POINTS);
+    }
+    const refused = pod('first', [{ name: 'net.ipv4.conf.eth0.rp_filter', value: '5' }]);
+    await enforce(rendered, 'large', refused);
+    const cases: [string, string, boolean][] = [
+      ['net.ipv4.conf.eth0.rp_filter', '0', true], // 0–1
+      ['net.ipv4.conf.eth0.rp_filter', '2', false],
+      ['net.ipv4.conf.eth100.rp_filter', '2', true], // 1–2
+      ['net.ipv4.conf.eth189.rp_filter', '0', true], // 0–1, the last ranged entry
+      ['net.ipv4.conf.eth189.rp_filter', '3', false],
+      ['net.ipv4.conf.eth189.rp_filter', 'x', false],
+      ['net.ipv4.conf.eth190.rp_filter', '0', true], // the wildcard: values [0]
+      ['net.ipv4.conf.eth190.rp_filter', '1', false],
+      ['net.ipv4.conf.all.rp_filter', '0', true],
+      ['kernel.sem', '1', false], // no entry matches
+    ];
+    for (const [k, [name, value, admit]] of cases.entries()) {
+      const p = pod(`c${k}`, [{ name, value }]);
+      const local = policy.admit({ pod: p });
+      expect({ name, value, admit: local.admit }).toEqual({ name, value, admit });
+      const r = await api.dryRun('large', p);
+      expect({ name, value, status: r.status }).toEqual({ name, value, status: admit ? 201 : 403 });
+      if (!admit) expect(messageOf(r)).toBe(`pods "c${k}" is forbidden: ${denied('large')}${local.message}`);
+    }
+    await api.deletePolicy('large');
+  });
+
   it('decides every random pod as the in-process chain does', { timeout: 600_000 }, async () => {
     const cases = Number(process.env['KUBENODE_SYSCTL_DIFF_CASES'] ?? 2000);
     const r = await runDifferential(api, { cases, policies: 12, seed: 20261124, prefix: 'diff' });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { sysctl } from '../../ts/index.js';
+import { KubenodeRangeError, sysctl } from '../../ts/index.js';
 import { parseLabelSelector } from '../../ts/sysctl/render/selector.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -18,7 +18,7 @@ const dir = mkdtempSync(join(tmpdir(), 'kubenode-sysctl-policy-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function run(args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(tsx, [main, ...args], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(tsx, [main, ...args], { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 << 20 });
   if (r.error) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -229,6 +229,10 @@ describe('policy files', () => {
       ],
     });
     expect(() => parseLabelSelector('a=b,a=c')).toThrow(/conflicting/);
+    // Keys named like Object.prototype members are ordinary keys, not conflicts.
+    expect(parseLabelSelector('constructor=a,toString=b,toString=b')).toEqual({
+      matchLabels: { constructor: 'a', toString: 'b' },
+    });
     expect(() => parseLabelSelector('a=b c')).toThrow(/invalid/);
   });
 });
@@ -275,6 +279,83 @@ describe('kubenode sysctl policy render', () => {
     );
     expect(run(['sysctl', 'policy', 'render', '--policy', good, '--workload-kinds', 'Pod']).code).toBe(2);
     expect(run(['sysctl', 'policy', 'render', '--policy', good, '-o', 'text']).code).toBe(2);
+  });
+
+  it('refuses an oversized file, a duplicate key and an alias bomb with exit 2; a large file stays fast', async () => {
+    const policyHead = `${header}spec:\n  sysctls: [{name: net.core.somaxconn, min: 128}]\n`;
+    const labels = (n: number) =>
+      `${policyHead}  namespaceSelector:\n    matchLabels:\n${Array.from({ length: n }, (_, i) => `      k${i}: v\n`).join('')}`;
+    // Above the 3 MiB the pod files have: refused unread.
+    let big = labels(1);
+    big += `#${'x'.repeat(3 * 1024 * 1024 + 1 - big.length)}\n`;
+    const bigFile = file(big);
+    const tooBig = run(['sysctl', 'policy', 'render', '--policy', bigFile]);
+    expect(tooBig).toMatchObject({ code: 2, stdout: '' });
+    expect(tooBig.stderr).toContain('Request entity too large: limit is 3145728');
+    await expect(sysctl.loadSysctlPolicyFile(bigFile)).rejects.toMatchObject({
+      name: 'SysctlPolicyFileError',
+      code: 'ERR_KUBENODE_INVALID_ARG',
+      message: `${bigFile}: Request entity too large: limit is 3145728 (the API server's request body limit)`,
+    });
+    // 60,000 label keys (0.9 MB): the duplicate-key check is linear (the quadratic one took minutes).
+    const start = performance.now();
+    const large = run(['sysctl', 'policy', 'render', '--policy', file(labels(60_000)), '-o', 'json']);
+    const ms = performance.now() - start;
+    expect(large.code, large.stderr).toBe(0);
+    expect(
+      Object.keys(JSON.parse(large.stdout).items[1].spec.matchResources.namespaceSelector.matchLabels),
+    ).toHaveLength(60_000);
+    // Generous for a loaded 2-core machine.
+    expect(ms).toBeLessThan(40_000);
+    const dup = run([
+      'sysctl',
+      'policy',
+      'render',
+      '--policy',
+      file(`${policyHead}  workloadKinds: [Job]\n  workloadKinds: [Job]\n`),
+    ]);
+    expect(dup).toMatchObject({ code: 2, stdout: '' });
+    expect(dup.stderr).toContain('malformed YAML: mapping key "workloadKinds" already defined');
+    // Each level refers ten times to the one before: 10^12 nodes once expanded.
+    let bomb = `${policyHead}  allowedUnsafeSysctls: &l0 [a, a, a, a, a, a, a, a, a, a]\n`;
+    for (let i = 1; i <= 12; i++)
+      bomb += `x${i}: &l${i} [${Array(10)
+        .fill(`*l${i - 1}`)
+        .join(', ')}]\n`;
+    const boom = run(['sysctl', 'policy', 'render', '--policy', file(bomb)]);
+    expect(boom).toMatchObject({ code: 2, stdout: '' });
+    expect(boom.stderr).toContain('malformed YAML: Excessive alias count');
+    expect(() => sysctl.parseSysctlPolicyFile(bomb, 'bomb.yaml')).toThrow(
+      expect.objectContaining({ name: 'SysctlPolicyFileError', code: 'ERR_KUBENODE_PARSE' }),
+    );
+  });
+
+  it("refuses a policy whose CEL would pass the API server's expression limit, naming the limit", () => {
+    const entries = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) => `    - {name: net.ipv4.conf.eth${i}.rp_filter, min: 0, max: 2}\n`,
+      ).join('');
+    const r = run([
+      'sysctl',
+      'policy',
+      'render',
+      '--policy',
+      file(`${header}spec:\n  sysctls:\n${entries(400)}`),
+    ]);
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+    expect(r.stderr).toMatch(
+      /policy too large for the API server: its CEL variable "policyDenied" passes the API server's limit of 100000 characters per expression/,
+    );
+    const big = new sysctl.SysctlPolicy(
+      Array.from({ length: 400 }, (_, i) => ({ name: `net.ipv4.conf.eth${i}.rp_filter`, min: 0 })),
+    );
+    expect(() => sysctl.renderAdmissionPolicy(big)).toThrow(KubenodeRangeError);
+    // 190 entries fit (the applied policy is checked in policy-apiserver.test.ts).
+    expect(
+      run(['sysctl', 'policy', 'render', '--policy', file(`${header}spec:\n  sysctls:\n${entries(190)}`)])
+        .code,
+    ).toBe(0);
   });
 
   it('prints the schema', () => {

@@ -178,6 +178,82 @@ describe('coalesced per-pod calls', () => {
   });
 });
 
+describe('a slow runtime handler lookup', () => {
+  it("holds up only its own pod's later calls, not other pods' calls", async () => {
+    const dir = podsDir();
+    let answer: (ok: boolean) => void = () => {};
+    const slow = new Promise<boolean>((r) => {
+      answer = r;
+    });
+    const m = await userns.UserNsManager.create({
+      podsDir: dir,
+      maxPods: 10,
+      mappings: { firstId: L, length: L * 20 },
+      runtimeHandlerSupportsUserns: (h) => (h === 'slow' ? slow : true),
+    });
+    managers.push(m);
+    await m.getOrCreateUserNamespaceMappings(pod('c'));
+    const order: string[] = [];
+    const note = <T>(name: string, p: Promise<T>) =>
+      p.then((v) => {
+        order.push(name);
+        return v;
+      });
+    const a = note('a create', m.getOrCreateUserNamespaceMappings(pod('a'), 'slow'));
+    const aRelease = note('a release', m.release('a'));
+    const b = note('b create', m.getOrCreateUserNamespaceMappings(pod('b')));
+    const c = note('c release', m.release('c'));
+    // The other pods' calls settle while pod a still waits for its handler.
+    const waited = await Promise.race([
+      Promise.all([b, c]).then(() => 'settled'),
+      new Promise((r) => setTimeout(r, 3000, 'held up')),
+    ]);
+    if (waited !== 'settled') answer(true);
+    expect(waited).toBe('settled');
+    expect(order).toEqual(['b create', 'c release']);
+    expect(existsSync(path.join(dir, 'b', 'userns'))).toBe(true);
+    expect(existsSync(path.join(dir, 'c', 'userns'))).toBe(false);
+    // Pod a's release still runs after its own create.
+    answer(true);
+    expect((await a)?.mode).toBe('POD');
+    await aRelease;
+    expect(order).toEqual(['b create', 'c release', 'a create', 'a release']);
+    expect(m.allocations().map((x) => x.pod)).toEqual(['b']);
+    expect(existsSync(path.join(dir, 'a', 'userns'))).toBe(false);
+  });
+
+  it("a pod's failed handler check rejects its call; its later calls and other pods still run", async () => {
+    const dir = podsDir();
+    let answer: (ok: boolean) => void = () => {};
+    const slow = new Promise<boolean>((r) => {
+      answer = r;
+    });
+    const m = await userns.UserNsManager.create({
+      podsDir: dir,
+      maxPods: 10,
+      mappings: { firstId: L, length: L * 20 },
+      runtimeHandlerSupportsUserns: (h) => (h === 'slow' ? slow : true),
+    });
+    managers.push(m);
+    const a = m.getOrCreateUserNamespaceMappings(pod('a'), 'slow');
+    const a2 = m.getOrCreateUserNamespaceMappings(pod('a'));
+    const b = await Promise.race([
+      m.getOrCreateUserNamespaceMappings(pod('b')).then((ns) => ns?.mode),
+      new Promise((r) => setTimeout(r, 3000, 'held up')),
+    ]);
+    answer(false);
+    expect(b).toBe('POD');
+    await expect(a).rejects.toThrow('RuntimeClass handler "slow" does not support user namespaces');
+    expect((await a2)?.mode).toBe('POD');
+    expect(
+      m
+        .allocations()
+        .map((x) => x.pod)
+        .sort(),
+    ).toEqual(['a', 'b']);
+  });
+});
+
 /** Runs an ESM script in a child Node with the package's TS sources (tsx). */
 function child(script: string, dir: string) {
   const file = path.join(path.dirname(dir), 'child.mts');

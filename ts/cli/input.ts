@@ -1,93 +1,20 @@
-// Reading the JSON/YAML files the CLI takes (pod manifests, conntrack tables): size-capped reads
-// and a parse that stays linear on large documents.
-import { open } from 'node:fs/promises';
-import { type Document, isScalar, parseAllDocuments, visit } from 'yaml';
-import { badInput, CliExit } from './output.js';
+// Reading the JSON/YAML files the CLI takes (pod manifests, policy files, conntrack tables): the
+// size-capped reads of ../read-capped.ts and the linear parse of ../yaml-documents.ts, with
+// failures as bad input (exit 2).
+import { InputTooLargeError, readCapped } from '../read-capped.js';
+import { badInput } from './output.js';
 
-/**
- * The API server's request body limit (k8s.io/apiserver `MaxRequestBodyBytes`, 3 MiB): no object
- * larger than this can exist in a cluster, so a bigger pod file is refused unread.
- */
-export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;
+export { MAX_OBJECT_BYTES } from '../read-capped.js';
+export { parseDocuments } from '../yaml-documents.js';
 
 /** Reads `path` (`-` is stdin) as UTF-8; with `limit`, refuses input beyond that many bytes. */
 export async function readInput(path: string, what: string, limit?: number): Promise<string> {
-  const tooLarge = () =>
-    badInput(
-      `${what} ${path}: Request entity too large: limit is ${limit} (the API server's request body limit)`,
-    );
-  const chunks: Buffer[] = [];
-  let total = 0;
   try {
-    if (path === '-') {
-      for await (const c of process.stdin) {
-        total += (c as Buffer).length;
-        if (limit !== undefined && total > limit) tooLarge();
-        chunks.push(c as Buffer);
-      }
-    } else {
-      const fh = await open(path, 'r');
-      try {
-        // Reads in chunks rather than trusting the size from fstat, which /proc and pipes lie about.
-        for (;;) {
-          const buf = Buffer.allocUnsafe(1 << 20);
-          const { bytesRead } = await fh.read(buf, 0, buf.length, null);
-          if (bytesRead === 0) break;
-          total += bytesRead;
-          if (limit !== undefined && total > limit) tooLarge();
-          chunks.push(buf.subarray(0, bytesRead));
-        }
-      } finally {
-        await fh.close();
-      }
-    }
+    return await readCapped(path, limit);
   } catch (e) {
-    if (e instanceof CliExit) throw e;
+    if (e instanceof InputTooLargeError) badInput(`${what} ${path}: ${e.message}`);
     badInput(`cannot read ${what} ${path}: ${(e as Error).message}`);
   }
-  return Buffer.concat(chunks, total).toString('utf8');
-}
-
-/**
- * Parses a JSON or YAML stream into its non-empty documents; throws with the parser's message. JSON (what the API server and
- * `kubectl get -o json` produce) takes the fast native path. YAML duplicate keys are refused as
- * go-yaml does, but with one set per map: the library's own check is quadratic in the number of
- * keys (a 3 MB pod took minutes).
- */
-export function parseDocuments(text: string): unknown[] {
-  if (/^\s*[[{]/.test(text)) {
-    try {
-      return [JSON.parse(text) as unknown];
-    } catch {
-      // Not JSON after all (e.g. a YAML flow mapping): the YAML parser reports the error.
-    }
-  }
-  const docs = parseAllDocuments(text, { uniqueKeys: false });
-  for (const d of docs) {
-    if (d.errors.length > 0) throw new Error(d.errors[0]?.message);
-    const dup = duplicateKey(d);
-    if (dup !== undefined) throw new Error(`mapping key ${JSON.stringify(dup)} already defined`);
-  }
-  return docs.filter((d) => d.contents !== null).map((d) => d.toJS() as unknown);
-}
-
-function duplicateKey(doc: Document): string | undefined {
-  let dup: string | undefined;
-  visit(doc, {
-    Map(_, map) {
-      const seen = new Set<unknown>();
-      for (const { key } of map.items) {
-        const k = isScalar(key) ? key.value : key;
-        if (seen.has(k)) {
-          dup = String(k);
-          return visit.BREAK;
-        }
-        seen.add(k);
-      }
-      return undefined;
-    },
-  });
-  return dup;
 }
 
 /** A plain JSON object: not a list, a scalar, binary data or another tagged YAML value. */

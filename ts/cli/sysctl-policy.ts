@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { isKubenodeError } from '../errors.js';
 import { validateDefaultPodSysctls } from '../sysctl/defaults.js';
 import { loadKubeletSysctlConfig } from '../sysctl/kubelet-config.js';
-import { loadSysctlPolicyFile, type SysctlPolicyFile } from '../sysctl/policy-file.js';
+import { loadSysctlPolicyFile, parseSysctlPolicyFile, type SysctlPolicyFile } from '../sysctl/policy-file.js';
 import { SYSCTL_POLICY_SCHEMA } from '../sysctl/policy-schema.js';
 import {
   type RenderAdmissionPolicyOptions,
@@ -13,6 +13,7 @@ import {
   type WorkloadKind,
 } from '../sysctl/render/admission-policy.js';
 import { parseLabelSelector } from '../sysctl/render/selector.js';
+import { MAX_OBJECT_BYTES, readInput } from './input.js';
 import { CliExit, out, printJson, badInput as usage } from './output.js';
 
 function format(o: { output?: string }): 'yaml' | 'json' {
@@ -62,13 +63,9 @@ export function registerSysctlPolicy(sysctl: Command): void {
         output?: string;
       }) => {
         const f = format(opts);
-        let file: SysctlPolicyFile;
-        try {
-          file = await loadSysctlPolicyFile(opts.policy);
-        } catch (e) {
-          if (isKubenodeError(e)) usage(e.message);
-          throw e;
-        }
+        // Capped as pod files are: the rendered policy is an API object, bounded by the same limit.
+        const text = await readInput(opts.policy, 'policy file', MAX_OBJECT_BYTES);
+        const file: SysctlPolicyFile = orUsage(() => parseSysctlPolicyFile(text, opts.policy));
         const overrides: RenderAdmissionPolicyOptions = {};
         if (opts.name !== undefined) overrides.name = opts.name;
         if (opts.namespaceSelector !== undefined) {

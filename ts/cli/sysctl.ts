@@ -7,6 +7,7 @@ import { allowlistFromKubeletConfig, type KubeletSysctlConfig } from '../sysctl/
 import { sandboxSysctls, validateDefaultPodSysctls } from '../sysctl/defaults.js';
 import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
 import { loadKubeletSysctlConfig } from '../sysctl/kubelet-config.js';
+import { assertPodShape } from '../sysctl/pod.js';
 import { isPlainObject, MAX_OBJECT_BYTES, parseDocuments, readInput } from './input.js';
 import { addOutputOption, badInput, CliExit, out, outputFormat, printJson, warn } from './output.js';
 import { registerSysctlPolicy } from './sysctl-policy.js';
@@ -25,6 +26,13 @@ async function readPod(file: string): Promise<object> {
   if (!isPlainObject(pod)) badInput(`${file}: not a Pod object`);
   const kind = pod.kind;
   if (kind !== undefined && kind !== 'Pod') badInput(`${file}: kind is ${JSON.stringify(kind)}, want Pod`);
+  // A pod the API server would not decode is bad input, not a failed admit handler.
+  try {
+    assertPodShape(pod);
+  } catch (e) {
+    if (isKubenodeError(e)) badInput(`${file}: ${e.message}`);
+    throw e;
+  }
   return pod;
 }
 

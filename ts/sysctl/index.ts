@@ -84,6 +84,7 @@ export { SYSCTL_POLICY_API_VERSION, SYSCTL_POLICY_KIND, SYSCTL_POLICY_SCHEMA } f
 export {
   type AnyPolicy,
   type LabelSelector,
+  MAX_CEL_EXPRESSION_CODE_POINTS,
   type RenderAdmissionPolicyOptions,
   type RenderedAdmissionPolicy,
   renderAdmissionPolicy,

@@ -81,3 +81,17 @@ export function sysctlNames(list: V1Sysctl[]): string[] {
   for (let i = 0; i < list.length; i++) out[i] = sysctlName(list[i], i);
   return out;
 }
+
+/**
+ * Throws the typed error the sysctl checks would raise on a malformed pod (a spec that is not a
+ * mapping, a non-boolean host flag, a sysctl entry of the wrong type), so a caller can refuse
+ * the pod as bad input before any check runs.
+ */
+export function assertPodShape(pod: unknown): void {
+  const { sysctls } = podSysctls(pod);
+  if (sysctls === null) return;
+  for (let i = 0; i < sysctls.length; i++) {
+    sysctlName(sysctls[i], i);
+    sysctlValue(sysctls[i] as V1Sysctl, i);
+  }
+}

@@ -1,10 +1,10 @@
 // A sysctl policy file (YAML or JSON, schema in ./policy-schema.ts): one file drives node
 // admission (`admitChain()`, the kubelet's PodAdmitChain) and API admission (`render()`, a
 // ValidatingAdmissionPolicy and its binding), so both decide alike.
-import { readFile } from 'node:fs/promises';
-import { parseAllDocuments } from 'yaml';
 import { PodAdmitChain } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { InputTooLargeError, MAX_OBJECT_BYTES, readCapped } from '../read-capped.js';
+import { parseDocuments } from '../yaml-documents.js';
 import type { KubeletSysctlConfig } from './config.js';
 import { defaultPodSysctlsOf } from './defaults.js';
 import { SysctlNamePolicy, type SysctlPolicy, type SysctlPolicyEntry, sysctlPolicyAt } from './policy.js';
@@ -196,33 +196,41 @@ export interface DefaultOutsidePolicy {
 /** Parses one YAML (or JSON) document into a checked policy file. */
 export function parseSysctlPolicyFile(text: string, source = 'policy'): SysctlPolicyFile {
   if (typeof text !== 'string') throw new KubenodeTypeError(`text must be a string, got ${describe(text)}`);
-  const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs.filter((d) => d.contents !== null) : [];
-  if (list.length !== 1) {
+  let docs: unknown[];
+  try {
+    docs = parseDocuments(text);
+  } catch (e) {
+    // Syntax errors, a key given twice, an alias bomb (past yaml's alias cap).
     throw new SysctlPolicyFileError(
       'ERR_KUBENODE_PARSE',
-      `${source}: expected one YAML document, found ${list.length}`,
+      `${source}: malformed YAML: ${(e as Error).message}`,
+      '',
+      {
+        cause: e,
+      },
+    );
+  }
+  if (docs.length !== 1) {
+    throw new SysctlPolicyFileError(
+      'ERR_KUBENODE_PARSE',
+      `${source}: expected one YAML document, found ${docs.length}`,
       '',
     );
   }
-  const doc = list[0]!;
-  if (doc.errors.length > 0) {
-    throw new SysctlPolicyFileError(
-      'ERR_KUBENODE_PARSE',
-      `${source}: malformed YAML: ${doc.errors[0]!.message}`,
-      '',
-    );
-  }
-  return new SysctlPolicyFile(doc.toJS({ maxAliasCount: 100 }), source);
+  return new SysctlPolicyFile(docs[0], source);
 }
 
-/** Reads and checks a policy file. */
+/** Reads (at most `MAX_OBJECT_BYTES`, 3 MiB) and checks a policy file. */
 export async function loadSysctlPolicyFile(file: string): Promise<SysctlPolicyFile> {
   if (typeof file !== 'string') throw new KubenodeTypeError(`file must be a string, got ${describe(file)}`);
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // Capped as pod files are: the rendered policy is an API object, bounded by the same limit.
+    text = await readCapped(file, MAX_OBJECT_BYTES);
   } catch (e) {
+    if (e instanceof InputTooLargeError) {
+      throw new SysctlPolicyFileError('ERR_KUBENODE_INVALID_ARG', `${file}: ${e.message}`, '', { cause: e });
+    }
     throw new SysctlPolicyFileError('ERR_KUBENODE_IO', `cannot read ${file}: ${(e as Error).message}`, '', {
       cause: e,
     });

@@ -39,17 +39,24 @@ class Submitted {
 interface Call extends Waiter {
   podUid: string;
   release: boolean;
+  /** Call order, kept across pods within a batch. */
+  seq: number;
   /** Not ready while a check that must pass first (the runtime handler's) is running. */
   ready: boolean;
   /** The check failed: the call is rejected with this instead of running. */
   failed?: unknown;
 }
 
-/** The per-pod calls of one manager, run in the order they were made. */
+/** The per-pod calls of one manager. Each pod's calls run in the order they were made; a pod
+ * whose call waits for its own handler check holds up only its own later calls. */
 export class PodCalls {
   readonly core: UsernsCore;
   #submitted = new Submitted();
-  #queue: Call[] = [];
+  /** Calls not yet submitted, per pod, oldest first. */
+  #pending = new Map<string, Call[]>();
+  /** Pods whose oldest pending call may have become ready since the last flush. */
+  #dirty = new Set<string>();
+  #seq = 0;
   #scheduled = false;
 
   constructor() {
@@ -57,13 +64,15 @@ export class PodCalls {
     this.core = new native.UsernsCore((outcomes) => submitted.deliver(outcomes));
   }
 
-  /** One call, placed in order now; runs once `gate` (if any) resolves, after every call made
-   * before it, and settles with its own outcome once it has run. A rejected gate rejects the
-   * call with the same reason, without running it. */
+  /** One call, placed in its pod's order now; runs once `gate` (if any) resolves, after every
+   * call made before it for the same pod, and settles with its own outcome once it has run. A
+   * rejected gate rejects the call with the same reason, without running it. */
   run(podUid: string, release: boolean, gate: Promise<void> | null = null): Promise<UsernsOutcome> {
     return new Promise((resolve, reject) => {
-      const call: Call = { podUid, release, ready: gate === null, resolve, reject };
-      this.#queue.push(call);
+      const call: Call = { podUid, release, seq: this.#seq++, ready: gate === null, resolve, reject };
+      const q = this.#pending.get(podUid);
+      if (q) q.push(call);
+      else this.#pending.set(podUid, [call]);
       if (gate) {
         gate.then(
           () => this.#ready(call),
@@ -73,30 +82,35 @@ export class PodCalls {
           },
         );
       } else {
-        this.#schedule();
+        this.#ready(call);
       }
     });
   }
 
   #ready(call: Call): void {
     call.ready = true;
-    this.#schedule();
-  }
-
-  /** Calls made in the same turn cross together. */
-  #schedule(): void {
+    this.#dirty.add(call.podUid);
+    // Calls made in the same turn cross together.
     if (this.#scheduled) return;
     this.#scheduled = true;
     queueMicrotask(() => this.#flush());
   }
 
-  /** Submits the calls that are ready, up to the first that is not (order is kept). */
+  /** Submits, in call order, every pod's ready calls up to its first that is not ready. */
   #flush(): void {
     this.#scheduled = false;
-    let n = 0;
-    while (n < this.#queue.length && (this.#queue[n] as Call).ready) n++;
-    if (n === 0) return;
-    const taken = this.#queue.splice(0, n);
+    const taken: Call[] = [];
+    for (const uid of this.#dirty) {
+      const q = this.#pending.get(uid);
+      if (!q) continue;
+      let n = 0;
+      while (n < q.length && (q[n] as Call).ready) n++;
+      if (n === q.length) this.#pending.delete(uid);
+      for (const c of q.splice(0, n)) taken.push(c);
+    }
+    this.#dirty.clear();
+    if (taken.length === 0) return;
+    taken.sort((a, b) => a.seq - b.seq);
     const go: Call[] = [];
     for (const c of taken) {
       if (c.failed === undefined) go.push(c);

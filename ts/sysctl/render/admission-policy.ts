@@ -4,7 +4,7 @@
 // The compiled rules, their detail texts and the value syntax come from the native core, and
 // allowlist entries from the native allowlist, so the rules are written once; this module only
 // translates them to CEL. Denials carry the kubelet-style messages of the in-process handlers.
-import { describe, KubenodeTypeError } from '../../errors.js';
+import { describe, KubenodeError, KubenodeRangeError, KubenodeTypeError } from '../../errors.js';
 import type { AllowlistEntry } from '../allowlist.js';
 import {
   badValueMessage,
@@ -78,6 +78,13 @@ export type AnyPolicy = SysctlPolicy | SysctlNamePolicy;
 export type RenderedAdmissionPolicy = [Record<string, unknown>, Record<string, unknown>];
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/**
+ * The API server's CEL parser refuses an expression longer than this many code points (cel-go's
+ * default `ExpressionSizeCodePointLimit`, which k8s.io/apiserver v0.37 keeps): such a policy
+ * would fail at `kubectl apply`, so rendering refuses it instead.
+ */
+export const MAX_CEL_EXPRESSION_CODE_POINTS = 100_000;
 
 /**
  * Renders a policy (and/or the kubelet allowlist the options describe) as an
@@ -166,6 +173,9 @@ export function renderAdmissionPolicy(
     });
   }
 
+  for (const e of [...variables, ...validations])
+    checkExpressionSize(e as { name?: string; expression: string });
+
   const vap = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicy',
@@ -190,6 +200,21 @@ export function renderAdmissionPolicy(
     },
   };
   return [vap, binding];
+}
+
+function checkExpressionSize(e: { name?: string; expression: string }): void {
+  let size = 0;
+  for (const _ of e.expression) size++;
+  if (size > MAX_CEL_EXPRESSION_CODE_POINTS) throw tooLarge(e.name);
+}
+
+function tooLarge(variable: string | undefined): KubenodeRangeError {
+  const what = variable !== undefined ? `variable ${JSON.stringify(variable)}` : 'a validation';
+  return new KubenodeRangeError(
+    `policy too large for the API server: its CEL ${what} passes the API server's limit of ` +
+      `${MAX_CEL_EXPRESSION_CODE_POINTS} characters per expression; use fewer entries ` +
+      '(a pattern such as net.ipv4.conf.*.rp_filter covers many names)',
+  );
 }
 
 function checkKinds(kinds: unknown): WorkloadKind[] {
@@ -280,18 +305,34 @@ function policyVerdict(policy: AnyPolicy, n: string, v: string): string {
     for (const p of r.prefixes) terms.push(`${n}.startsWith(${celString(p)})`);
     return `((${anyOf(terms)}) ? "" : ${refused})`;
   }
-  let out = refused;
-  // First match decides: build the conditional chain from the last entry up.
-  const entries = policy.rules();
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const e = entries[i]!;
-    const verdict = valueVerdict(e, v, (detail) =>
-      forbidden(n, templateOf(badValueMessage('a.b', detail), 'a.b')),
-    );
-    out = `(${n}.matches(${celString(namePattern(e))}) ? ${verdict} : ${out})`;
+  // First match decides. A flat list (one verdict per entry, NO_MATCH where the name does not
+  // match, NO_RULE last) whose first real verdict is taken: a chain of conditionals would nest
+  // one level per entry, and the API server's CEL parser stops at 250 levels. Entries give only
+  // the detail of a refusal; the message around it is written once, for the verdict taken.
+  const terms: string[] = [];
+  let length = 0;
+  for (const e of policy.rules()) {
+    const term = `${n}.matches(${celString(namePattern(e))}) ? ${valueVerdict(e, v, celString)} : ${NO_MATCH}`;
+    // Refused as soon as it is certain, rather than after building megabytes of CEL.
+    length += term.length;
+    if (length > MAX_CEL_EXPRESSION_CODE_POINTS) throw tooLarge('policyDenied');
+    terms.push(term);
   }
-  return out;
+  const [head, rest] = templateOf(badValueMessage('a.b', DETAIL), 'a.b');
+  const at = rest.indexOf(DETAIL);
+  if (at < 0)
+    throw new KubenodeError('ERR_KUBENODE_INTERNAL', `no detail in message ${JSON.stringify(rest)}`);
+  const bad = `${celString(head)} + ${n} + ${celString(rest.slice(0, at))} + d + ${celString(rest.slice(at + DETAIL.length))}`;
+  const first = `[${[...terms, NO_RULE].join(', ')}].filter(m, m != ${NO_MATCH})[0]`;
+  return `[${first}].map(d, d == "" ? "" : d == ${NO_RULE} ? ${refused} : ${bad})[0]`;
 }
+
+/** An entry's verdict where its name pattern does not match, and the verdict when no entry
+ * matches: never "" (allowed) nor a refusal's detail. */
+const NO_MATCH = '"-"';
+const NO_RULE = '"+"';
+/** Stands for the detail in the message template. */
+const DETAIL = 'DETAIL';
 
 function namePattern(e: CompiledEntry): string {
   return `^${e.segments.map((s) => (s === '*' ? '[^.]*' : regexLiteral(s))).join('\\.')}$`;

@@ -49,7 +49,8 @@ export function parseLabelSelector(s: string): LabelSelector {
       const k = key(t, m[1]!);
       const v = value(t, m[3]!);
       if (m[2] === '!=') sel.matchExpressions.push({ key: k, operator: 'NotIn', values: [v] });
-      else if (k in sel.matchLabels && sel.matchLabels[k] !== v) throw bad(t, `conflicting values for ${k}`);
+      else if (Object.hasOwn(sel.matchLabels, k) && sel.matchLabels[k] !== v)
+        throw bad(t, `conflicting values for ${k}`);
       else sel.matchLabels[k] = v;
       continue;
     }
