@@ -11,8 +11,8 @@ use napi::{Env, JsString};
 use napi_derive::napi;
 
 use super::convert::{batch_err, flag_byte, read_joined, Scratch};
-use crate::convert::k8s_version;
 use super::staged;
+use crate::convert::k8s_version;
 use crate::errors::{err, throwing, ErrorCode};
 
 #[napi(js_name = "SysctlAllowlist")]
