@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
+import { describeError } from '../kube/api-error.js';
 import { promClient } from '../peers.js';
 import { addDaemonOptions, type DaemonFlags, daemonKubeConfig, daemonLogger, startHealth } from './daemon.js';
 import { parseDocuments, readInput } from './input.js';
@@ -193,7 +194,7 @@ export function registerConntrack(program: Command): void {
         }
         // Flags first: a bad --log-format is a usage error whatever the cluster configuration.
         const log = daemonLogger('conntrack reconcile', o, 0);
-        const kc = daemonKubeConfig('conntrack reconcile', o).kubeConfig;
+        const kc = (await daemonKubeConfig('conntrack reconcile', o, log)).kubeConfig;
         const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
@@ -228,9 +229,7 @@ export function registerConntrack(program: Command): void {
             onError: (e, context) =>
               json
                 ? log.error('Conntrack reconcile failed', e, context)
-                : err(
-                    `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
-                  ),
+                : err(`${new Date().toISOString()} kubenode: ${describeError(e)} (retrying)\n`),
           });
           r = rec;
           // A bad --health-addr or --metrics-addr is a usage error (CliExit 2) and passes through.
@@ -248,7 +247,7 @@ export function registerConntrack(program: Command): void {
           if (e instanceof CliExit) throw e;
           // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
           // the usage code 2.
-          err(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
+          err(`kubenode conntrack reconcile: ${describeError(e)}\n`);
           throw new CliExit(1);
         } finally {
           // On a clean stop and on a failure alike: nothing may keep the process up.
