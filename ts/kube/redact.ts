@@ -21,9 +21,10 @@ const PATTERNS: [RegExp, string][] = [
   // JWTs (service-account and OIDC tokens) on their own.
   [/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, REDACTED],
   // Token fields of ExecCredential output or a kubeconfig quoted back by a parser.
-  // Not a path ending in such a name (`…/serviceaccount/token: file is empty`).
+  // Not a path ending in such a name (`…/serviceaccount/token: file is empty`); the quotes,
+  // escaped or not (a klog line quotes a JSON message), stay.
   [
-    /(?<![\w/.-])(["']?(?:token|password|client-key-data|clientKeyData)["']?\s*[:=]\s*)("[^"]*"?|'[^']*'?|[^\s,}]+)/gi,
+    /(?<![\w/.-])(\\?["']?(?:token|password|client-key-data|clientKeyData)\\?["']?\s*[:=]\s*\\?["']?)[^"'\\\s,}]+/gi,
     `$1${REDACTED}`,
   ],
   [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g, REDACTED],
