@@ -28,7 +28,7 @@ function describeUser(user: User | null): string {
   return `user ${JSON.stringify(user.name)}`;
 }
 
-function firstLine(text: string, max = 200): string {
+function lastLine(text: string, max = 200): string {
   const line = redactCredentials(text.trim().split('\n').at(-1) ?? '').trim();
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }
@@ -45,7 +45,7 @@ export function credentialFailure(user: User | null, e: unknown): KubeCredential
     else if (e instanceof SyntaxError) why = `exec credential plugin ${cmd} printed no ExecCredential JSON`;
     else {
       // client-node rejects with the plugin's stderr; client-go passes it to stderr as well.
-      const said = firstLine((e as Error)?.message ?? '');
+      const said = lastLine((e as Error)?.message ?? '');
       why = `exec credential plugin ${cmd} failed${said ? `: ${said}` : ''}`;
     }
   } else {
