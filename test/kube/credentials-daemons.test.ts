@@ -262,11 +262,28 @@ describe('configuration files that are not regular files', () => {
     }
   });
 
-  it('a --kubeconfig that is a FIFO exits 2 naming it', () => {
+  it('a --kubeconfig, or a CA file it names, that is a FIFO exits 2 naming it', () => {
     const fifo = join(dir, 'kubeconfig-fifo');
     if (!existsSync(fifo)) spawnSync('mkfifo', [fifo]);
     const r = run('servicecidr-controller', process.env, ['--kubeconfig', fifo]);
     expect(r.status, r.stderr).toBe(2);
     expect(r.stderr).toContain(`cannot read the kubeconfig ${fifo}: not a regular file (a FIFO)`);
+    const kubeconfig = join(dir, 'ca-fifo');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: api.url, 'certificate-authority': fifo } }],
+        users: [{ name: 'u', user: { token: api.token } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    const ca = run('conntrack reconcile', process.env, ['--kubeconfig', kubeconfig]);
+    expect(ca.status, ca.stderr).toBe(2);
+    expect(ca.stderr).toContain(
+      `cannot read the certificate authority file ${fifo}: not a regular file (a FIFO)`,
+    );
   });
 });

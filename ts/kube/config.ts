@@ -71,6 +71,16 @@ async function fromFiles(files: string[], what: string): Promise<KubeConfig> {
   }
   const bad = badStaticToken(kc);
   if (bad) throw configError(`kubeconfig ${what}: ${bad.message}`);
+  // client-node reads these synchronously for every request: a FIFO among them would stop the
+  // daemon at its first request, so they are checked by the same rule now.
+  const user = kc.getCurrentUser();
+  for (const [kind, file] of [
+    ['certificate authority', kc.getCurrentCluster()?.caFile],
+    ['client certificate', user?.certFile],
+    ['client key', user?.keyFile],
+  ] as const) {
+    if (file) await readConfigFile(file, `${kind} file`, `kubeconfig ${what}: `);
+  }
   return kc;
 }
 
