@@ -5,7 +5,7 @@ import { conntrack } from '../index.js';
 import { describeError } from '../kube/api-error.js';
 import { promClient } from '../peers.js';
 import { addDaemonOptions, type DaemonFlags, daemonKubeConfig, daemonLogger, startHealth } from './daemon.js';
-import { parseDocuments, readInput } from './input.js';
+import { MAX_TABLE_BYTES, parseDocuments, readInput } from './input.js';
 import {
   addOutputOption,
   badInput,
@@ -27,7 +27,7 @@ function family(v: string | undefined): conntrack.IPFamily {
 
 /** Reads a services or endpoints table file (one JSON/YAML document). */
 export async function readTable(path: string, what: string): Promise<unknown> {
-  const text = await readInput(path, `${what} file`);
+  const text = await readInput(path, `${what} file`, MAX_TABLE_BYTES, 'the largest table kubenode reads');
   let docs: unknown[] = [];
   try {
     docs = parseDocuments(text);

@@ -10,12 +10,24 @@ import { badInput, CliExit } from './output.js';
  */
 export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;
 
-/** Reads `path` (`-` is stdin) as UTF-8; with `limit`, refuses input beyond that many bytes. */
-export async function readInput(path: string, what: string, limit?: number): Promise<string> {
-  const tooLarge = () =>
-    badInput(
-      `${what} ${path}: Request entity too large: limit is ${limit} (the API server's request body limit)`,
-    );
+/**
+ * The most a conntrack table file may hold: well above `kubectl get endpointslices -A -o json`
+ * of a large cluster, and below what one JavaScript string can hold, so `/dev/zero` or an
+ * endless pipe is refused rather than read until memory runs out.
+ */
+export const MAX_TABLE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Reads `path` (`-` is stdin) as UTF-8; with `limit`, refuses input beyond that many bytes
+ * (`why` says where the limit comes from).
+ */
+export async function readInput(
+  path: string,
+  what: string,
+  limit?: number,
+  why = "the API server's request body limit",
+): Promise<string> {
+  const tooLarge = () => badInput(`${what} ${path}: Request entity too large: limit is ${limit} (${why})`);
   const chunks: Buffer[] = [];
   let total = 0;
   try {
