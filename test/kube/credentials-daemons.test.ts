@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CoreV1Api, DiscoveryV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TestNetns } from '../conntrack/netns.js';
 import { createCIDR, apis as sccApis, waitReady } from '../servicecidr/helpers.js';
@@ -25,6 +26,27 @@ beforeAll(async () => {
   ns = new TestNetns();
   dir = mkdtempSync(join(tmpdir(), 'kubenode-creds-'));
   api = await startApiServer();
+  // A UDP Service with an endpoint: the conntrack reconciler's first pass runs (and logs) for it.
+  const core = api.kubeConfig.makeApiClient(CoreV1Api);
+  const disc = api.kubeConfig.makeApiClient(DiscoveryV1Api);
+  await core.createNamespacedService({
+    namespace: 'default',
+    body: {
+      metadata: { name: 'dns', namespace: 'default' },
+      spec: { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [{ protocol: 'UDP', port: 53 }] },
+    },
+  });
+  await disc.createNamespacedEndpointSlice({
+    namespace: 'default',
+    body: {
+      metadata: { name: 'dns-1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'dns' } },
+      addressType: 'IPv4',
+      ports: [{ protocol: 'UDP', port: 5353 }],
+      endpoints: [
+        { addresses: ['10.244.0.1'], conditions: { ready: true, serving: true, terminating: false } },
+      ],
+    },
+  });
 });
 afterAll(async () => {
   await api?.stop();
