@@ -9,7 +9,10 @@ const known = new Set<string>();
 /** Remembers a credential so that `redactCredentials` removes it from any text. */
 export function rememberCredential(secret: string): void {
   // Short values would redact ordinary words; no real token is that short.
-  if (secret.length >= 8 && known.size < 64) known.add(secret);
+  if (secret.length < 8 || known.has(secret)) return;
+  // The newest ones: rotated tokens keep coming, the oldest are long out of use.
+  if (known.size >= 64) known.delete(known.values().next().value as string);
+  known.add(secret);
 }
 
 const PATTERNS: [RegExp, string][] = [
