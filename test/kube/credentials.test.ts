@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { withUserAgent } from '../../ts/kube/client.js';
 import { KubeCredentialError } from '../../ts/kube/credentials.js';
 import { jsonLogger } from '../../ts/kube/log.js';
-import { redactCredentials } from '../../ts/kube/redact.js';
+import { redactCredentials, rememberCredential } from '../../ts/kube/redact.js';
 import { settledWatch, type WatchLike } from '../../ts/kube/watch-list.js';
 import { klogLogger } from '../../ts/servicecidr/logger.js';
 
@@ -99,6 +99,12 @@ describe('redactCredentials', () => {
     klogLogger(0, stream).error('failed', err, { detail: `x${token}y` });
     expect(lines).toHaveLength(2);
     for (const l of lines) expect(l).not.toContain(token);
+  });
+
+  it('keeps redacting the newest tokens however often they rotate', () => {
+    const tokens = Array.from({ length: 100 }, (_, i) => `rotated-token-${i}-abcdef`);
+    for (const t of tokens) rememberCredential(t);
+    expect(redactCredentials(`x ${tokens[99]} y`)).toBe('x [redacted] y');
   });
 });
 
