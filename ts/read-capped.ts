@@ -11,22 +11,25 @@ export const MAX_OBJECT_BYTES = 3 * 1024 * 1024;
 
 /** Input beyond the limit of `readCapped`; nothing past the limit was read. */
 export class InputTooLargeError extends KubenodeRangeError {
-  constructor(readonly limit: number) {
-    super(`Request entity too large: limit is ${limit} (the API server's request body limit)`);
+  constructor(
+    readonly limit: number,
+    why = "the API server's request body limit",
+  ) {
+    super(`Request entity too large: limit is ${limit} (${why})`);
     this.name = 'InputTooLargeError';
   }
 }
 
 /**
  * Reads `path` (`-` is stdin) as UTF-8; with `limit`, throws `InputTooLargeError` once the input
- * passes that many bytes. I/O errors propagate as they are.
+ * passes that many bytes (`why` says where the limit comes from). I/O errors propagate as they are.
  */
-export async function readCapped(path: string, limit?: number): Promise<string> {
+export async function readCapped(path: string, limit?: number, why?: string): Promise<string> {
   const chunks: Buffer[] = [];
   let total = 0;
   const add = (c: Buffer) => {
     total += c.length;
-    if (limit !== undefined && total > limit) throw new InputTooLargeError(limit);
+    if (limit !== undefined && total > limit) throw new InputTooLargeError(limit, why);
     chunks.push(c);
   };
   if (path === '-') {

@@ -223,6 +223,16 @@ describe('admit input', () => {
     expect(s.stderr).toContain('Request entity too large: limit is 3145728');
   });
 
+  it('refuses a conntrack table that never ends (/dev/zero) instead of reading it until memory runs out', async () => {
+    const eps = file('eps.json', '{}');
+    const r = await run(['conntrack', 'clean', '--services', '/dev/zero', '--endpoints', eps]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(
+      'services file /dev/zero: Request entity too large: limit is 268435456 (the largest table kubenode reads)',
+    );
+    expect(r.stderr).not.toMatch(STACK);
+  });
+
   it('a pod just under the limit with 50,000 annotation keys is judged quickly', async () => {
     const r = await run(['admit', file('large.yaml', podWithAnnotations(3_000_000)), '--kernel', '6.1']);
     expect(r.code, r.stderr).toBe(1);

@@ -2,9 +2,10 @@
 import type { Command } from 'commander';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
+import { describeError } from '../kube/api-error.js';
 import { promClient } from '../peers.js';
 import { addDaemonOptions, type DaemonFlags, daemonKubeConfig, daemonLogger, startHealth } from './daemon.js';
-import { parseDocuments, readInput } from './input.js';
+import { MAX_TABLE_BYTES, parseDocuments, readInput } from './input.js';
 import {
   addOutputOption,
   badInput,
@@ -38,7 +39,7 @@ function kubernetesVersion(v: string | undefined): string {
 }
 
 export async function readTable(path: string, what: string): Promise<unknown> {
-  const text = await readInput(path, `${what} file`);
+  const text = await readInput(path, `${what} file`, MAX_TABLE_BYTES, 'the largest table kubenode reads');
   let docs: unknown[] = [];
   try {
     docs = parseDocuments(text);
@@ -215,7 +216,7 @@ export function registerConntrack(program: Command): void {
         }
         // Flags first: a bad --log-format is a usage error whatever the cluster configuration.
         const log = daemonLogger('conntrack reconcile', o, 0);
-        const kc = daemonKubeConfig('conntrack reconcile', o).kubeConfig;
+        const kc = (await daemonKubeConfig('conntrack reconcile', o, log)).kubeConfig;
         const json = o.logFormat === 'json';
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
@@ -251,9 +252,7 @@ export function registerConntrack(program: Command): void {
             onError: (e, context) =>
               json
                 ? log.error('Conntrack reconcile failed', e, context)
-                : err(
-                    `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)\n`,
-                  ),
+                : err(`${new Date().toISOString()} kubenode: ${describeError(e)} (retrying)\n`),
           });
           r = rec;
           // A bad --health-addr or --metrics-addr is a usage error (CliExit 2) and passes through.
@@ -271,7 +270,7 @@ export function registerConntrack(program: Command): void {
           if (e instanceof CliExit) throw e;
           // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
           // the usage code 2.
-          err(`kubenode conntrack reconcile: ${(e as Error).message ?? String(e)}\n`);
+          err(`kubenode conntrack reconcile: ${describeError(e)}\n`);
           throw new CliExit(1);
         } finally {
           // On a clean stop and on a failure alike: nothing may keep the process up.

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { type LoadedKubeConfig, loadKubeConfig } from '../kube/config.js';
 import { type HealthServer, serveHealth } from '../kube/health.js';
 import { jsonLogger } from '../kube/log.js';
+import { redactCredentials } from '../kube/redact.js';
 import { klogLogger, type Logger } from '../servicecidr/logger.js';
 import { CliExit, err } from './output.js';
 
@@ -38,11 +39,17 @@ function fail(command: string, msg: string): never {
  * The cluster configuration `--kubeconfig` (or the environment) names. A missing peer
  * dependency exits 1 (a broken installation), any other failure 2 (a configuration error).
  */
-export function daemonKubeConfig(command: string, o: DaemonFlags): LoadedKubeConfig {
+export async function daemonKubeConfig(
+  command: string,
+  o: DaemonFlags,
+  log: Logger,
+): Promise<LoadedKubeConfig> {
   try {
-    return loadKubeConfig(o.kubeconfig);
+    return await loadKubeConfig(o.kubeconfig, {
+      onTokenStale: (e) => log.error('Unable to rotate token, using the last one read', e),
+    });
   } catch (e) {
-    err(`kubenode ${command}: ${(e as Error).message}\n`);
+    err(`kubenode ${command}: ${redactCredentials((e as Error).message)}\n`);
     throw new CliExit((e as { code?: unknown }).code === 'ERR_KUBENODE_UNSUPPORTED' ? 1 : 2);
   }
 }

@@ -7,10 +7,20 @@ import { badInput } from './output.js';
 export { MAX_OBJECT_BYTES } from '../read-capped.js';
 export { parseDocuments } from '../yaml-documents.js';
 
-/** Reads `path` (`-` is stdin) as UTF-8; with `limit`, refuses input beyond that many bytes. */
-export async function readInput(path: string, what: string, limit?: number): Promise<string> {
+/**
+ * The most a conntrack table file may hold: well above `kubectl get endpointslices -A -o json`
+ * of a large cluster, and below what one JavaScript string can hold, so `/dev/zero` or an
+ * endless pipe is refused rather than read until memory runs out.
+ */
+export const MAX_TABLE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Reads `path` (`-` is stdin) as UTF-8; with `limit`, refuses input beyond that many bytes
+ * (`why` says where the limit comes from).
+ */
+export async function readInput(path: string, what: string, limit?: number, why?: string): Promise<string> {
   try {
-    return await readCapped(path, limit);
+    return await readCapped(path, limit, why);
   } catch (e) {
     if (e instanceof InputTooLargeError) badInput(`${what} ${path}: ${e.message}`);
     badInput(`cannot read ${what} ${path}: ${(e as Error).message}`);

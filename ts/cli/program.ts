@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
+import { redactCredentials } from '../kube/redact.js';
 import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
 import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn } from './output.js';
@@ -47,7 +48,8 @@ export async function main(argv: string[]): Promise<number> {
       // Help and version exit 0; usage errors exit 2, like other CLI tools.
       return ce.exitCode === 0 ? 0 : EXIT_USAGE;
     }
-    warn((e as Error).message ?? String(e));
+    // A failure's message may quote what it failed on: never a credential.
+    warn(redactCredentials((e as Error).message ?? String(e)));
     // Bad input is a usage error; anything else (no permission, a kernel or I/O failure, an
     // API server that refused) failed at run time.
     const badInput =

@@ -32,10 +32,10 @@ export function registerServicecidr(program: Command): void {
         fail(`--workers must be a positive integer, got ${opts.workers}`);
       const v = Number(opts.v);
       if (!Number.isInteger(v) || v < 0) fail(`-v must be a non-negative integer, got ${opts.v}`);
-      const loaded = daemonKubeConfig('servicecidr-controller', opts);
+      const logger = daemonLogger('servicecidr-controller', opts, v);
+      const loaded = await daemonKubeConfig('servicecidr-controller', opts, logger);
       const kubeConfig = loaded.kubeConfig;
       const registry = new (promClient().Registry)();
-      const logger = daemonLogger('servicecidr-controller', opts, v);
       logger.info(1, 'Using cluster configuration', { source: loaded.source, origin: loaded.origin });
       const controller = new ServiceCIDRController({
         kubeConfig,

@@ -1,5 +1,6 @@
 // What callers need from a @kubernetes/client-node error: its HTTP status and a short,
-// readable form. A leaf module, so kube-level code and every subsystem can share it.
+// readable form. Next to a leaf, so kube-level code and every subsystem can share it.
+import { redactCredentials } from './redact.js';
 
 /** The HTTP status of an API error, if `e` carries one. */
 export function apiCode(e: unknown): number | undefined {
@@ -7,8 +8,12 @@ export function apiCode(e: unknown): number | undefined {
   return typeof c === 'number' ? c : undefined;
 }
 
-/** A short, readable form of a client error for logs and events. */
+/** A short, readable form of a client error for logs and events, without any credential. */
 export function describeError(e: unknown): string {
+  return redactCredentials(describeRaw(e));
+}
+
+function describeRaw(e: unknown): string {
   const code = apiCode(e);
   const body = (e as { body?: unknown })?.body;
   if (code !== undefined) {

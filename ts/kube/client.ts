@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Cluster, KubeConfig, RequestContext } from '@kubernetes/client-node';
+import { guardedAuthorization } from './credentials.js';
 
 let packageVersion: string | undefined;
 
@@ -73,14 +74,18 @@ function cachedAgents(kc: KubeConfig): (cluster: Cluster | null, options: AgentO
 }
 
 /**
- * A view of `kc` whose API clients and watches send `User-Agent: <component>/…` and share one
- * keep-alive connection pool. The view inherits everything else (cluster, credentials, later
+ * A view of `kc` whose API clients and watches send `User-Agent: <component>/…`, share one
+ * keep-alive connection pool, and fail on bad credentials with a KubeCredentialError that
+ * holds no secret. The view inherits everything else (cluster, credentials, later
  * changes) from `kc` itself.
  */
 export function withUserAgent(kc: KubeConfig, component: string): KubeConfig {
   const ua = componentUserAgent(component);
   const view = Object.create(kc) as KubeConfig;
   (view as unknown as { createAgent: unknown }).createAgent = cachedAgents(kc);
+  // Every request's credentials: trimmed tokens, and failures without the secret in them.
+  (view as unknown as { applyAuthorizationHeader: unknown }).applyAuthorizationHeader =
+    guardedAuthorization(kc);
   // Generated API clients authenticate each request through this method.
   view.applySecurityAuthentication = async (context: RequestContext) => {
     await kc.applySecurityAuthentication.call(view, context);

@@ -2,12 +2,15 @@
 // flag, then KUBECONFIG, then the in-cluster configuration (service-account token and CA,
 // KUBERNETES_SERVICE_HOST/PORT). Nothing else: no ~/.kube/config on a node image, and never
 // client-node's last resort http://localhost:8080, which would talk to whatever listens there.
-import { existsSync, readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubenodeError } from '../errors.js';
 import { clientNode } from '../peers.js';
+import { badStaticToken } from './credentials.js';
+import { redactCredentials } from './redact.js';
+import { readRegularFile } from './regular-file.js';
+import { readTokenFile, TOKEN_FILE_PROVIDER, TokenFileAuth } from './token-file.js';
 
 /** The service-account directory every pod gets (client-go's `rest.InClusterConfig`). */
 export const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -19,43 +22,81 @@ export type KubeConfigSource = 'flag' | 'KUBECONFIG' | 'in-cluster';
 export interface LoadedKubeConfig {
   kubeConfig: KubeConfig;
   source: KubeConfigSource;
-  /** The file or server it came from, for the start-up log line. */
+  /** The file or server it came from, for the start-up log line (no credentials in it). */
   origin: string;
+  /** The in-cluster token file's reader: set its `onStale` to hear of failed re-reads. */
+  tokenFile?: TokenFileAuth;
+}
+
+/** Options of {@link loadKubeConfig} and {@link inClusterConfig}. */
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  /** A re-read of the in-cluster token file failed; the last token read is still used. */
+  onTokenStale?: (err: Error, path: string) => void;
 }
 
 function configError(message: string, cause?: unknown): KubenodeError {
   return new KubenodeError('ERR_KUBENODE_INVALID_ARG', message, cause === undefined ? {} : { cause });
 }
 
-function fromFiles(files: string[], what: string): KubeConfig {
-  const kc = new (clientNode().KubeConfig)();
+/** A file of the configuration, read by the rule of {@link readRegularFile}; errors name it. */
+async function readConfigFile(file: string, what: string, prefix: string): Promise<string> {
   try {
-    kc.loadFromFile(files[0] as string);
-    for (const f of files.slice(1)) {
-      const more = new (clientNode().KubeConfig)();
-      more.loadFromFile(f);
-      kc.mergeConfig(more);
-    }
+    return (await readRegularFile(file)).toString('utf8');
   } catch (e) {
-    // client-node reports an empty or non-mapping file as a TypeError from its own internals.
-    const why = e instanceof TypeError ? 'not a kubeconfig document' : (e as Error).message;
-    throw configError(`cannot load kubeconfig ${what}: ${why}`, e);
+    throw configError(`${prefix}cannot read the ${what} ${file}: ${(e as Error).message}`, e);
+  }
+}
+
+async function fromFiles(files: string[], what: string): Promise<KubeConfig> {
+  const { KubeConfig } = clientNode();
+  const kc = new KubeConfig();
+  for (const [i, f] of files.entries()) {
+    const text = await readConfigFile(f, 'kubeconfig', `cannot load kubeconfig ${what}: `);
+    try {
+      const one = i === 0 ? kc : new KubeConfig();
+      one.loadFromString(text);
+      one.makePathsAbsolute(dirname(f));
+      if (one !== kc) kc.mergeConfig(one);
+    } catch (e) {
+      // client-node reports an empty or non-mapping file as a TypeError from its own internals;
+      // a parser's message may quote the file, credentials included.
+      const why =
+        e instanceof TypeError ? 'not a kubeconfig document' : redactCredentials((e as Error).message);
+      throw configError(`cannot load kubeconfig ${what}: ${why}`);
+    }
   }
   if (!kc.getCurrentCluster()?.server) {
     throw configError(`kubeconfig ${what} has no current cluster with a server`);
+  }
+  const bad = badStaticToken(kc);
+  if (bad) throw configError(`kubeconfig ${what}: ${bad.message}`);
+  // client-node reads these synchronously for every request: a FIFO among them would stop the
+  // daemon at its first request, so they are checked by the same rule now.
+  const user = kc.getCurrentUser();
+  for (const [kind, file] of [
+    ['certificate authority', kc.getCurrentCluster()?.caFile],
+    ['client certificate', user?.certFile],
+    ['client key', user?.keyFile],
+  ] as const) {
+    if (file) await readConfigFile(file, `${kind} file`, `kubeconfig ${what}: `);
   }
   return kc;
 }
 
 /**
  * client-go's `rest.InClusterConfig`: always https, the CA and a token file re-read as it
- * rotates (client-node's tokenFile provider re-reads it every minute). Unlike client-go a
- * missing CA is an error rather than a fallback to the system roots. client-node's own
+ * rotates (re-read every minute, trimmed, the last token kept while a re-read fails). Unlike
+ * client-go a missing CA is an error rather than a fallback to the system roots, and every
+ * file must be a regular file of bounded size. client-node's own
  * `loadFromCluster` is not used: it only takes a prefix to the fixed path, switches to plain
  * http on ports 80/8080/8001, and checks neither the variables nor the files (an unset host
  * becomes `https://undefined:undefined`).
  */
-export function inClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+export async function inClusterConfig(
+  options: LoadOptions = {},
+): Promise<{ kubeConfig: KubeConfig; tokenFile: TokenFileAuth }> {
+  const env = options.env ?? process.env;
   const host = env.KUBERNETES_SERVICE_HOST ?? '';
   const port = env.KUBERNETES_SERVICE_PORT ?? '';
   if (host === '' || port === '') {
@@ -66,42 +107,59 @@ export function inClusterConfig(env: NodeJS.ProcessEnv = process.env): KubeConfi
   const dir = env[SERVICEACCOUNT_DIR_ENV] || SERVICEACCOUNT_DIR;
   const tokenFile = join(dir, 'token');
   const caFile = join(dir, 'ca.crt');
-  for (const [what, file] of [
-    ['service-account token', tokenFile],
-    ['service-account CA', caFile],
-  ] as const) {
-    try {
-      if (readFileSync(file, 'utf8').trim() === '') throw new Error('file is empty');
-    } catch (e) {
+  const prefix = 'unable to load in-cluster configuration: ';
+  try {
+    await readTokenFile(tokenFile);
+  } catch (e) {
+    throw configError(
+      `${prefix}cannot read the service-account token ${tokenFile}: ${(e as Error).message}`,
+      e,
+    );
+  }
+  if ((await readConfigFile(caFile, 'service-account CA', prefix)).trim() === '') {
+    throw configError(`${prefix}cannot read the service-account CA ${caFile}: file is empty`);
+  }
+  // The namespace file is optional (client-go falls back to "default"), but when present it is
+  // read by the same rule.
+  const namespaceFile = join(dir, 'namespace');
+  let namespace: string | undefined;
+  try {
+    namespace = (await readRegularFile(namespaceFile)).toString('utf8').trim();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
       throw configError(
-        `unable to load in-cluster configuration: cannot read the ${what} ${file}: ${(e as Error).message}`,
+        `${prefix}cannot read the service-account namespace ${namespaceFile}: ${(e as Error).message}`,
         e,
       );
     }
   }
-  const namespaceFile = join(dir, 'namespace');
-  const namespace = existsSync(namespaceFile) ? readFileSync(namespaceFile, 'utf8').trim() : undefined;
   const server = `https://${isIPv6(host) ? `[${host}]` : host}:${port}`;
+  const auth = new TokenFileAuth(options.onTokenStale);
   const kc = new (clientNode().KubeConfig)();
+  kc.addAuthenticator(auth);
   kc.loadFromOptions({
     clusters: [{ name: 'inCluster', server, caFile, skipTLSVerify: false }],
-    users: [{ name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile } } }],
+    users: [
+      { name: 'inClusterUser', authProvider: { name: TOKEN_FILE_PROVIDER, config: { path: tokenFile } } },
+    ],
     contexts: [{ name: 'inClusterContext', cluster: 'inCluster', user: 'inClusterUser', namespace }],
     currentContext: 'inClusterContext',
   });
-  return kc;
+  return { kubeConfig: kc, tokenFile: auth };
 }
 
 /**
  * The daemons' configuration: `file` (the --kubeconfig flag), else KUBECONFIG, else in-cluster.
- * Throws a KubenodeError (code ERR_KUBENODE_INVALID_ARG) that says what is missing.
+ * Rejects with a KubenodeError (code ERR_KUBENODE_INVALID_ARG) that says what is missing or
+ * unreadable (naming the file) and never quotes a credential.
  */
-export function loadKubeConfig(file?: string, env: NodeJS.ProcessEnv = process.env): LoadedKubeConfig {
-  if (file) return { kubeConfig: fromFiles([file], file), source: 'flag', origin: file };
+export async function loadKubeConfig(file?: string, options: LoadOptions = {}): Promise<LoadedKubeConfig> {
+  const env = options.env ?? process.env;
+  if (file) return { kubeConfig: await fromFiles([file], file), source: 'flag', origin: file };
   const list = (env.KUBECONFIG ?? '').split(delimiter).filter((f) => f !== '');
   if (list.length > 0) {
     return {
-      kubeConfig: fromFiles(list, `${list.join(delimiter)} (KUBECONFIG)`),
+      kubeConfig: await fromFiles(list, `${list.join(delimiter)} (KUBECONFIG)`),
       source: 'KUBECONFIG',
       origin: list.join(delimiter),
     };
@@ -112,6 +170,11 @@ export function loadKubeConfig(file?: string, env: NodeJS.ProcessEnv = process.e
         '(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)',
     );
   }
-  const kubeConfig = inClusterConfig(env);
-  return { kubeConfig, source: 'in-cluster', origin: kubeConfig.getCurrentCluster()?.server ?? '' };
+  const { kubeConfig, tokenFile } = await inClusterConfig({ ...options, env });
+  return {
+    kubeConfig,
+    source: 'in-cluster',
+    origin: redactCredentials(kubeConfig.getCurrentCluster()?.server ?? ''),
+    tokenFile,
+  };
 }

@@ -14,7 +14,7 @@ import type {
   ObjectCache,
 } from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
-import { WatchListSource } from './watch-list.js';
+import { settledWatch, type WatchLike, WatchListSource } from './watch-list.js';
 
 /** Pauses between restarts of a failed watch: doubling from `initialMs` up to `maxMs`, with jitter. */
 export interface WatchBackoff {
@@ -86,7 +86,8 @@ export class ResilientInformer<T extends KubernetesObject> {
     log: InformerLog,
     options: InformerOptions = {},
   ) {
-    const source = options.watchList ? new WatchListSource<T>(kubeConfig, path, list) : undefined;
+    const failed = (err: unknown) => this.#failed(err);
+    const source = options.watchList ? new WatchListSource<T>(kubeConfig, path, list, failed) : undefined;
     this.#source = source;
     const listed: ListPromise<T> = async () => {
       const r = await (source ? source.list() : list());
@@ -94,15 +95,15 @@ export class ResilientInformer<T extends KubernetesObject> {
       this.#healthy();
       return r;
     };
-    const { ListWatch, makeInformer } = clientNode();
-    this.#inf = source
-      ? new ListWatch<T>(
-          path,
-          source.watch as unknown as ConstructorParameters<typeof ListWatch>[1],
-          listed,
-          false,
-        )
-      : makeInformer<T>(kubeConfig, path, listed);
+    const { ListWatch, Watch } = clientNode();
+    // client-node's makeInformer with a watch that cannot reject (see settledWatch).
+    const watch = source ? source.watch : settledWatch(new Watch(kubeConfig) as unknown as WatchLike, failed);
+    this.#inf = new ListWatch<T>(
+      path,
+      watch as unknown as ConstructorParameters<typeof ListWatch>[1],
+      listed,
+      false,
+    );
     this.#kind = kind;
     this.#log = log;
     this.#opts = options;
@@ -110,7 +111,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#initialMs = Math.max(1, b.initialMs ?? 800);
     this.#maxMs = Math.max(this.#initialMs, b.maxMs ?? 30_000);
     this.#jitter = Math.min(1, Math.max(0, b.jitter ?? 0.1));
-    this.#inf.on('error', (err) => this.#failed(err));
+    this.#inf.on('error', failed);
     // A watch event proves the watch works again.
     const healthy = () => this.#healthy();
     this.#inf.on('add', healthy);
@@ -168,7 +169,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.restarts++;
-      void this.#attempt();
+      this.#attempt().catch((e) => this.#failed(e));
     }, pause);
     // Not unref'd: while the API server is unreachable this timer is all that is left of a
     // started daemon, and the process must not quietly run out of work; stop() clears it.
@@ -214,7 +215,7 @@ export class ResilientInformer<T extends KubernetesObject> {
   /** Starts listing and watching; resolves once the first list has been loaded. */
   async start(): Promise<void> {
     const synced = this.waitForSync();
-    void this.run();
+    this.run().catch((e) => this.#failed(e));
     await synced;
   }
 

@@ -4,6 +4,7 @@
 
 import type { KeyValues, Logger } from '../servicecidr/logger.js';
 import { describeError } from './api-error.js';
+import { redactCredentials } from './redact.js';
 
 /** Milliseconds since the epoch with a fraction, like zap's epoch-millis encoder. */
 const nowMs = (): number => performance.timeOrigin + performance.now();
@@ -18,13 +19,15 @@ function plain(v: unknown): unknown {
 function line(fields: KeyValues, kv: KeyValues | undefined): string {
   const out: KeyValues = { ...fields };
   for (const [k, v] of Object.entries(kv ?? {})) if (!(k in out)) out[k] = plain(v);
+  let text: string;
   try {
-    return `${JSON.stringify(out)}\n`;
+    text = JSON.stringify(out);
   } catch {
     // A value JSON cannot encode (a cycle, a BigInt): keep the line, drop the values' detail.
-    const safe = Object.fromEntries(Object.entries(out).map(([k, v]) => [k, String(v)]));
-    return `${JSON.stringify(safe)}\n`;
+    text = JSON.stringify(Object.fromEntries(Object.entries(out).map(([k, v]) => [k, String(v)])));
   }
+  // Whatever a value holds (an error quoting a header, a URL with a password), no credential.
+  return `${redactCredentials(text)}\n`;
 }
 
 /** A logger writing component-base JSON lines to `stream` (stderr by default). */

@@ -32,6 +32,36 @@ export interface WatchLike {
 
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
+/**
+ * `w` whose `watch()` never rejects: a failure before the request is sent (credentials that
+ * cannot be produced, no current cluster) reaches `done` like any failed request, and the
+ * returned controller is already aborted. client-node's ListWatch calls `watch()` from its own
+ * done handler, whose promise nobody awaits, so a rejection there would end the process. A
+ * `done` that throws or rejects goes to `onError`, never up to the caller.
+ */
+export function settledWatch(w: WatchLike, onError: (err: unknown) => void): WatchLike {
+  return {
+    watch: async (path, query, callback, done) => {
+      const safeDone: Done = (err) => {
+        try {
+          const r = (done as (e: unknown) => unknown)(err);
+          if (r instanceof Promise) r.catch(onError);
+        } catch (e) {
+          onError(e);
+        }
+      };
+      try {
+        return await w.watch(path, query, callback, safeDone);
+      } catch (e) {
+        const controller = new AbortController();
+        controller.abort();
+        safeDone(e);
+        return controller;
+      }
+    },
+  };
+}
+
 interface Stream {
   resourceVersion: string;
   controller: AbortController;
@@ -52,8 +82,14 @@ export class WatchListSource<T extends KubernetesObject> {
   /** The stream of a `list()` still waiting for its bookmark, for `abort()`. */
   #opening: AbortController | undefined;
 
-  constructor(kubeConfig: KubeConfig, path: string, fallback: ListPromise<T>) {
-    this.#watch = new (clientNode().Watch)(kubeConfig) as unknown as WatchLike;
+  /** `onError`: a failure that no list or watch call could report (see {@link settledWatch}). */
+  constructor(
+    kubeConfig: KubeConfig,
+    path: string,
+    fallback: ListPromise<T>,
+    onError: (err: unknown) => void,
+  ) {
+    this.#watch = settledWatch(new (clientNode().Watch)(kubeConfig) as unknown as WatchLike, onError);
     this.#path = path;
     this.#fallback = fallback;
   }

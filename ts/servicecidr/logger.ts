@@ -1,6 +1,7 @@
 // klog-style structured logging: `I1121 05:11:00.123456   42 servicecidr] "msg" key="value"`.
 // Messages at verbosity `v` are printed when the logger's verbosity is at least `v`, as with
 // klog's `-v` flag.
+import { redactCredentials } from '../kube/redact.js';
 
 /** Structured key/value pairs of one log line. */
 export type KeyValues = Record<string, unknown>;
@@ -32,10 +33,13 @@ function header(sev: 'I' | 'E', at: Date): string {
   return `${sev}${ts} ${String(process.pid).padStart(7)} servicecidr]`;
 }
 
-/** One klog text line (`I1121 05:11:00.123456   42 servicecidr] "msg" k="v"`), newline included. */
+/**
+ * One klog text line (`I1121 05:11:00.123456   42 servicecidr] "msg" k="v"`), newline included,
+ * with any credential a value holds redacted.
+ */
 export function formatLine(sev: 'I' | 'E', msg: string, kv: KeyValues = {}, at = new Date()): string {
   const pairs = Object.entries(kv).map(([k, v]) => ` ${k}=${fmtValue(v)}`);
-  return `${header(sev, at)} ${JSON.stringify(msg)}${pairs.join('')}\n`;
+  return `${header(sev, at)} ${redactCredentials(`${JSON.stringify(msg)}${pairs.join('')}`)}\n`;
 }
 
 /** A logger writing klog-style lines to `stream` (stderr by default). */
