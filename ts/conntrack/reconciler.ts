@@ -335,10 +335,12 @@ export class StaleFlowReconciler {
         });
         this.#owed.delete(family);
         if (r.path === 'full') this.#lastFull.set(family, started);
+        this.#opts.metrics?.passes?.inc({ ip_family: family, path: r.path });
         this.syncs++;
         this.#opts.onSync?.(family, r);
       } catch (e) {
         this.#owed.add(family);
+        this.#opts.metrics?.failedPasses?.inc({ ip_family: family });
         this.#report(e);
       }
     }
