@@ -75,7 +75,18 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const reconcileArgs = () => ['conntrack', 'reconcile', '--family', 'ipv4', '--dry-run', '--netns', ns.path];
+// No listeners: the default ports are one per machine, and test files run side by side.
+const QUIET = ['--healthz-bind-address=', '--metrics-bind-address='];
+const reconcileArgs = () => [
+  'conntrack',
+  'reconcile',
+  '--family',
+  'ipv4',
+  '--dry-run',
+  '--netns',
+  ns.path,
+  ...QUIET,
+];
 
 describe('kubenode conntrack reconcile as a daemon', () => {
   it('keeps retrying an unreachable API server and exits 0 only on SIGTERM', async () => {
@@ -168,7 +179,7 @@ await r.start();
   it('exits 1 when it cannot start at run time (its network namespace is gone)', () => {
     const gone = `/var/run/netns/kn-ct-daemons-gone-${process.pid}`;
     const r = runToExit(
-      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', gone],
+      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', gone, ...QUIET],
       process.env,
     );
     expect(r.status).toBe(1);

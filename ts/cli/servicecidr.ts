@@ -150,7 +150,7 @@ export function registerServicecidr(program: Command): void {
         healthAddr: addr,
         metricsAddr: addr,
         tls,
-        authorizeMetrics: delegatedAuthorizer(kubeConfig),
+        authorizeMetrics: delegatedAuthorizer(kubeConfig, { log: logger }),
       },
       registry,
       () => (controller.ready ? undefined : 'informer-sync: ServiceCIDR and IPAddress caches not synced'),

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
+import type { Logger } from '../servicecidr/logger.js';
 import { describeError } from './api-error.js';
 import type { MetricsAuthorizer } from './health.js';
 
@@ -16,6 +17,8 @@ export interface DelegatedAuthOptions {
   ttlMs?: number;
   /** Most decisions kept (default 1024); the oldest goes first. */
   maxEntries?: number;
+  /** Where a failed review is logged (the request is refused with 500). */
+  log?: Logger;
 }
 
 type Decision = { status: 200 | 401 | 403; reason?: string };
@@ -34,6 +37,8 @@ export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}
     try {
       review = await authn.createTokenReview({ body: { spec: { token } } });
     } catch (e) {
+      // The API server's wording; the error itself (an HTTP 403 for a missing grant) as `err`.
+      o.log?.error('Unable to authenticate the request due to an error', e);
       throw new Error(`TokenReview failed: ${describeError(e)}`);
     }
     const user = review.status?.user;
@@ -52,6 +57,7 @@ export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}
         },
       });
     } catch (e) {
+      o.log?.error('Unable to authorize the request due to an error', e);
       throw new Error(`SubjectAccessReview failed: ${describeError(e)}`);
     }
     if (sar.status?.allowed) return { status: 200 };

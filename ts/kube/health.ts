@@ -14,8 +14,17 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 
+/** The bounds of a listener. */
+export interface ListenerLimits {
+  maxConnections: number;
+  maxHeaderBytes: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
 /** The bounds of every daemon listener (README: "Listener limits"). */
-export const LISTENER_LIMITS = {
+export const LISTENER_LIMITS: Readonly<ListenerLimits> = {
   /** Open connections per listener; past it the oldest without a complete request is closed. */
   maxConnections: 512,
   /** Request line and headers, in bytes (a larger request gets 431). */
@@ -26,7 +35,7 @@ export const LISTENER_LIMITS = {
   requestTimeoutMs: 30_000,
   /** Idle time of a kept-alive connection between requests. */
   keepAliveTimeoutMs: 5_000,
-} as const;
+};
 
 /** Who may read `/metrics`: 200 to serve, 401/403 with the reason to refuse. */
 export type MetricsAuthorizer = (
@@ -44,7 +53,7 @@ export interface HealthOptions {
   /** Asked before each `/metrics` response; default: everyone may read. */
   authorizeMetrics?: MetricsAuthorizer | undefined;
   /** Overrides of LISTENER_LIMITS (tests). */
-  limits?: Partial<typeof LISTENER_LIMITS>;
+  limits?: Partial<ListenerLimits>;
 }
 
 export interface HealthServer {
@@ -161,7 +170,6 @@ function makeServer(routes: Set<Route>, o: HealthOptions): Server {
     maxHeaderSize: l.maxHeaderBytes,
     headersTimeout: l.headersTimeoutMs,
     requestTimeout: l.requestTimeoutMs,
-    keepAliveTimeout: l.keepAliveTimeoutMs,
     // How often the two timeouts above are checked (Node's default, 30 s, would let a slow
     // connection live three times its headers timeout).
     connectionsCheckingInterval: Math.min(1_000, l.headersTimeoutMs),
@@ -170,6 +178,7 @@ function makeServer(routes: Set<Route>, o: HealthOptions): Server {
   const server: Server = o.tls
     ? (createHttpsServer({ ...options, cert: o.tls.cert, key: o.tls.key }, h) as unknown as Server)
     : createServer(options, h);
+  server.keepAliveTimeout = l.keepAliveTimeoutMs;
   // A TLS handshake that never finishes is a slow connection too.
   if (o.tls) (server as unknown as { setTimeout(ms: number): void }).setTimeout(l.requestTimeoutMs);
   capConnections(server, l.maxConnections);
