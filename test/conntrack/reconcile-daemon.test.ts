@@ -188,6 +188,19 @@ await r.start();
     );
   });
 
+  it('escapes a line break from its input in the text log, so it cannot forge a line', () => {
+    const forged = `/var/run/netns/kn-gone-${process.pid}\nI1127 00:00:00.000000 1 reconciler] "all clean"`;
+    const r = runToExit(
+      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', forged, ...QUIET],
+      process.env,
+    );
+    expect(r.status).toBe(1);
+    // One line, the break shown as `\n`.
+    expect(r.stderr.split('\n')).toHaveLength(2);
+    expect(r.stderr).toMatch(/^kubenode conntrack reconcile: opening namespace /);
+    expect(r.stderr).toContain(`${forged.replace('\n', '\\n')}: No such file or directory`);
+  });
+
   it('fails fast with exit 2 in a pod without a service-account token', () => {
     const pod = inCluster(api);
     rmSync(join(pod.dir, 'token'));

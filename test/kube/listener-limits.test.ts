@@ -3,6 +3,7 @@
 // then a real reconciler process under a bounded slow-header flood over loopback.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -40,16 +41,22 @@ function stalled(addr: string, pad: number): Promise<Socket> {
 
 const closed = (s: Socket) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())));
 
-/** GET /healthz; the status and how long it took, or status 0 on a failure or past 2 s. */
-async function probe(addr: string): Promise<{ status: number; ms: number }> {
+/**
+ * GET /healthz on a new connection, as the kubelet probes (no kept-alive connection from before
+ * a flood); the status and how long it took, or status 0 on a failure or past 2 s.
+ */
+function probe(addr: string): Promise<{ status: number; ms: number }> {
   const t = performance.now();
-  try {
-    const r = await fetch(`http://${addr}/healthz`, { signal: AbortSignal.timeout(2000) });
-    await r.text();
-    return { status: r.status, ms: performance.now() - t };
-  } catch {
-    return { status: 0, ms: performance.now() - t };
-  }
+  return new Promise((resolve) => {
+    const done = (status: number) => resolve({ status, ms: performance.now() - t });
+    const req = get(`http://${addr}/healthz`, { agent: false, timeout: 2000 }, (res) => {
+      res.resume();
+      res.on('end', () => done(res.statusCode ?? 0));
+      res.on('error', () => done(0));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => done(0));
+  });
 }
 
 async function serve(limits: Partial<ListenerLimits>): Promise<string> {
