@@ -345,6 +345,7 @@ describe('servicecidr-controller under its deploy/ roles', () => {
       expect(metrics).toMatch(/^kubenode_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
       expect(metrics).toMatch(/^process_resident_memory_bytes [1-9]/m);
       expect(metrics).toMatch(/^nodejs_eventloop_lag_seconds /m);
+      expect(metrics).toMatch(/^kubenode_servicecidr_controller_watch_restarts_total 0$/m);
       const followerMetrics = await httpGet(`${follower.base}/metrics`, reader);
       expect(followerMetrics.body).toMatch(
         /^kubenode_leader_election_master_status\{name="kubenode-servicecidr-controller"\} 0$/m,

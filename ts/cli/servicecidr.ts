@@ -6,6 +6,7 @@ import { withClientRateLimit } from '../kube/client-ratelimit.js';
 import { delegatedAuthorizer } from '../kube/delegated-auth.js';
 import { servingCert } from '../kube/serving-cert.js';
 import { ServiceCIDRController } from '../servicecidr/index.js';
+import { watchRestartsMetric } from '../servicecidr/metrics.js';
 import {
   addDaemonOptions,
   type DaemonFlags,
@@ -134,6 +135,7 @@ export function registerServicecidr(program: Command): void {
           }
         : {}),
     });
+    watchRestartsMetric(registry, () => controller.watchRestarts);
     let tls: Awaited<ReturnType<typeof servingCert>> | undefined;
     if (port !== 0) {
       try {

@@ -4,6 +4,7 @@
 // has no metric for: the path each pass took and the passes that failed.
 import type { Counter, Histogram, Registry } from 'prom-client';
 import { describe, KubenodeTypeError } from '../errors.js';
+import { restartCounter } from '../kube/restart-metric.js';
 import { promClient } from '../peers.js';
 
 /** Name of the histogram of pass durations (kube-proxy's `ReconcileConntrackFlowsLatency`). */
@@ -80,16 +81,10 @@ export const WATCH_RESTARTS_TOTAL = 'kubenode_conntrack_reconciler_watch_restart
 
 /** Registers the watch restart counter on `registry`, read from `restarts()` at scrape time. */
 export function watchRestartsMetric(registry: Registry, restarts: () => number): void {
-  const { Counter } = promClient();
-  let seen = 0;
-  new Counter({
-    name: WATCH_RESTARTS_TOTAL,
-    help: 'Restarts of failed Service and EndpointSlice watches of the conntrack reconciler',
-    registers: [registry],
-    collect() {
-      const now = restarts();
-      if (now > seen) this.inc(now - seen);
-      seen = Math.max(seen, now);
-    },
-  });
+  restartCounter(
+    registry,
+    WATCH_RESTARTS_TOTAL,
+    'Restarts of failed Service and EndpointSlice watches of the conntrack reconciler',
+    restarts,
+  );
 }
