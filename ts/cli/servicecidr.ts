@@ -113,6 +113,15 @@ export function registerServicecidr(program: Command): void {
       );
     }
     const logger = daemonLogger(COMMAND, opts);
+    // Installed before anything starts (the certificate takes a moment): a SIGTERM during
+    // start-up is a clean stop too.
+    const ac = new AbortController();
+    const onSignal = (sig: string) => {
+      logger.info(0, 'Received signal, shutting down', { signal: sig });
+      ac.abort();
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
     const loaded = daemonKubeConfig(COMMAND, opts);
     const kubeConfig = withClientRateLimit(loaded.kubeConfig, qps, burst);
     const registry = daemonRegistry();
@@ -158,13 +167,6 @@ export function registerServicecidr(program: Command): void {
       () => (controller.ready ? undefined : 'informer-sync: ServiceCIDR and IPAddress caches not synced'),
       logger,
     );
-    const ac = new AbortController();
-    const onSignal = (sig: string) => {
-      logger.info(0, 'Received signal, shutting down', { signal: sig });
-      ac.abort();
-    };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
     await controller.run(ac.signal);
     await server?.close();
   });
