@@ -290,7 +290,9 @@ export class StaleFlowReconciler {
       return;
     }
     if (this.#timer) return;
-    const delay = Math.max(0, this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now());
+    // At most 2^31-1 ms: setTimeout turns a longer delay into 1 ms.
+    const wait = this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now();
+    const delay = Math.min(2 ** 31 - 1, Math.max(0, wait));
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#syncing = this.#sync()
