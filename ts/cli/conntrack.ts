@@ -10,7 +10,6 @@ import {
   daemonKubeConfig,
   daemonLogger,
   daemonRegistry,
-  deprecatedAlias,
   durationFlag,
   startHealth,
 } from './daemon.js';
@@ -186,7 +185,10 @@ export function registerConntrack(program: Command): void {
     });
   });
 
-  const reconcile = addDaemonOptions(ct.command('reconcile'), '0')
+  addDaemonOptions(ct.command('reconcile'), '0', [
+    ['--health-addr', '--healthz-bind-address'],
+    ['--metrics-addr', '--metrics-bind-address'],
+  ])
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
     .option('--dry-run', 'select but do not delete')
@@ -207,99 +209,97 @@ export function registerConntrack(program: Command): void {
       '127.0.0.1:10277',
     )
     .option('--node-name <name>', "this node's name: failed passes become Warning Events on the Node")
-    .option('--hostname-override <name>', "kube-proxy's spelling of --node-name");
-  deprecatedAlias(reconcile, '--health-addr', '--healthz-bind-address');
-  deprecatedAlias(reconcile, '--metrics-addr', '--metrics-bind-address');
-  reconcile.action(
-    async (
-      o: DaemonFlags & {
-        family?: string;
-        dryRun?: boolean;
-        minSyncPeriod: string;
-        netns?: string;
-        healthzBindAddress: string;
-        metricsBindAddress: string;
-        nodeName?: string;
-        hostnameOverride?: string;
-      },
-    ) => {
-      const command = 'conntrack reconcile';
-      const period = durationFlag(command, '--min-sync-period', o.minSyncPeriod);
-      // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
-      const log = daemonLogger(command, o);
-      const kc = daemonKubeConfig(command, o).kubeConfig;
-      const json = o.loggingFormat === 'json';
-      // kube-proxy's node name: the override, else this host's name in lower case.
-      const nodeName = (o.nodeName || o.hostnameOverride || hostname()).trim().toLowerCase();
-      const families: conntrack.IPFamily[] =
-        o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
-      // Installed before anything starts, so a signal during start-up is a clean stop too.
-      // The timer holds the process up until then, whatever is pending: a daemon that ran
-      // out of work would exit 0 and look "Completed".
-      const keepAlive = setInterval(() => {}, 1 << 30);
-      const signalled = new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-      let handle: conntrack.Conntrack | undefined;
-      let r: conntrack.StaleFlowReconciler | undefined;
-      let server: Awaited<ReturnType<typeof startHealth>>;
-      try {
-        // The API server is reached from this process's namespace; only the conntrack socket
-        // lives in --netns.
-        handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
-        const registry = daemonRegistry();
-        const rec = new conntrack.StaleFlowReconciler(kc, {
-          families,
-          ...(handle ? { conntrack: handle } : {}),
-          dryRun: o.dryRun ?? false,
-          minSyncPeriodMs: period,
-          nodeName,
-          metrics: conntrack.conntrackMetrics(registry),
-          onSync: (fam, res) =>
-            json
-              ? log.info(0, 'Cleaned stale conntrack entries', { ipFamily: fam, ...res })
-              : textLine(
-                  out,
-                  `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s`,
-                ),
-          onError: (e, context) =>
-            json
-              ? log.error('Conntrack reconcile failed', e, context)
-              : textLine(
-                  err,
-                  `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)`,
-                ),
+    .option('--hostname-override <name>', "kube-proxy's spelling of --node-name")
+    .action(
+      async (
+        o: DaemonFlags & {
+          family?: string;
+          dryRun?: boolean;
+          minSyncPeriod: string;
+          netns?: string;
+          healthzBindAddress: string;
+          metricsBindAddress: string;
+          nodeName?: string;
+          hostnameOverride?: string;
+        },
+      ) => {
+        const command = 'conntrack reconcile';
+        const period = durationFlag(command, '--min-sync-period', o.minSyncPeriod);
+        // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
+        const log = daemonLogger(command, o);
+        const kc = daemonKubeConfig(command, o).kubeConfig;
+        const json = o.loggingFormat === 'json';
+        // kube-proxy's node name: the override, else this host's name in lower case.
+        const nodeName = (o.nodeName || o.hostnameOverride || hostname()).trim().toLowerCase();
+        const families: conntrack.IPFamily[] =
+          o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
+        // Installed before anything starts, so a signal during start-up is a clean stop too.
+        // The timer holds the process up until then, whatever is pending: a daemon that ran
+        // out of work would exit 0 and look "Completed".
+        const keepAlive = setInterval(() => {}, 1 << 30);
+        const signalled = new Promise<void>((resolve) => {
+          process.once('SIGINT', () => resolve());
+          process.once('SIGTERM', () => resolve());
         });
-        r = rec;
-        conntrack.watchRestartsMetric(registry, () => rec.watchRestarts);
-        // A bad listener address is a usage error (CliExit 2) and passes through.
-        server = await startHealth(
-          command,
-          {
-            healthAddr: o.healthzBindAddress || undefined,
-            metricsAddr: o.metricsBindAddress || undefined,
-          },
-          registry,
-          () => (rec.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
-          log,
-        );
-        // SIGTERM drains: the running pass finishes, then the watches stop.
-        await Promise.race([rec.start(), signalled]);
-        await signalled;
-      } catch (e) {
-        if (e instanceof CliExit) throw e;
-        // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
-        // the usage code 2.
-        textLine(err, `kubenode ${command}: ${(e as Error).message ?? String(e)}`);
-        throw new CliExit(1);
-      } finally {
-        // On a clean stop and on a failure alike: nothing may keep the process up.
-        await r?.stop();
-        handle?.close();
-        await server?.close();
-        clearInterval(keepAlive);
-      }
-    },
-  );
+        let handle: conntrack.Conntrack | undefined;
+        let r: conntrack.StaleFlowReconciler | undefined;
+        let server: Awaited<ReturnType<typeof startHealth>>;
+        try {
+          // The API server is reached from this process's namespace; only the conntrack socket
+          // lives in --netns.
+          handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
+          const registry = daemonRegistry();
+          const rec = new conntrack.StaleFlowReconciler(kc, {
+            families,
+            ...(handle ? { conntrack: handle } : {}),
+            dryRun: o.dryRun ?? false,
+            minSyncPeriodMs: period,
+            nodeName,
+            metrics: conntrack.conntrackMetrics(registry),
+            onSync: (fam, res) =>
+              json
+                ? log.info(0, 'Cleaned stale conntrack entries', { ipFamily: fam, ...res })
+                : textLine(
+                    out,
+                    `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s`,
+                  ),
+            onError: (e, context) =>
+              json
+                ? log.error('Conntrack reconcile failed', e, context)
+                : textLine(
+                    err,
+                    `${new Date().toISOString()} kubenode: ${(e as Error).message ?? String(e)} (retrying)`,
+                  ),
+          });
+          r = rec;
+          conntrack.watchRestartsMetric(registry, () => rec.watchRestarts);
+          // A bad listener address is a usage error (CliExit 2) and passes through.
+          server = await startHealth(
+            command,
+            {
+              healthAddr: o.healthzBindAddress || undefined,
+              metricsAddr: o.metricsBindAddress || undefined,
+            },
+            registry,
+            () => (rec.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
+            log,
+          );
+          // SIGTERM drains: the running pass finishes, then the watches stop.
+          await Promise.race([rec.start(), signalled]);
+          await signalled;
+        } catch (e) {
+          if (e instanceof CliExit) throw e;
+          // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
+          // the usage code 2.
+          textLine(err, `kubenode ${command}: ${(e as Error).message ?? String(e)}`);
+          throw new CliExit(1);
+        } finally {
+          // On a clean stop and on a failure alike: nothing may keep the process up.
+          await r?.stop();
+          handle?.close();
+          await server?.close();
+          clearInterval(keepAlive);
+        }
+      },
+    );
 }

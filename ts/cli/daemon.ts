@@ -18,8 +18,16 @@ export interface DaemonFlags {
   loggingFormat: string;
 }
 
-/** `-v`, `--logging-format` and `--kubeconfig`, with `--log-format` as a deprecated alias. */
-export function addDaemonOptions(cmd: Command, defaultVerbosity: string): Command {
+/**
+ * `-v`, `--logging-format` and `--kubeconfig`, with `--log-format` and the command's own
+ * `[old, replacement]` pairs as deprecated aliases.
+ */
+export function addDaemonOptions(
+  cmd: Command,
+  defaultVerbosity: string,
+  aliases: [string, string][] = [],
+): Command {
+  for (const [old, replacement] of aliases) deprecatedAlias(cmd, old, replacement);
   cmd
     .option('-v, --v <level>', 'number for the log level verbosity', defaultVerbosity)
     .option('--logging-format <format>', 'text or json (component-base JSON lines)', 'text')
