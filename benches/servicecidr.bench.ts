@@ -295,6 +295,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
         'servicecidr-controller',
         `--kubeconfig=${api.kubeconfigFile}`,
         '--v=0',
+        '--secure-port=0',
       ],
       'go-upstream': [
         kcm,

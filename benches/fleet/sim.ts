@@ -186,6 +186,9 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
           n.ns.path,
           '-f',
           'ipv4',
+          // One process per node on one machine: no listeners, whose default ports they would share.
+          '--healthz-bind-address=',
+          '--metrics-bind-address=',
         ],
         { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] },
       );

@@ -174,7 +174,7 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
     });
     const deletedTotal = async () => {
       const m = (await registry.metrics()).match(
-        /^kubeproxy_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} (\d+)$/m,
+        /^kubenode_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} (\d+)$/m,
       );
       return m ? Number(m[1]) : undefined;
     };
@@ -230,7 +230,7 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
       );
       expect(await deletedTotal()).toBe(3);
       expect(await registry.metrics()).toContain(
-        'kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 2',
+        'kubenode_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 2',
       );
 
       // Removing every endpoint still counts (the service had UDP endpoints before), and a
@@ -362,9 +362,11 @@ describe('kubenode conntrack reconcile', () => {
         '--family',
         'ipv4',
         '--min-sync-period',
-        '200',
+        '200ms',
         '--netns',
         ns.path,
+        '--healthz-bind-address=',
+        '--metrics-bind-address=',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -104,13 +104,24 @@ describe('kubenode conntrack list', () => {
     expect(text.stderr).toContain('5 flow entries');
   });
 
-  it('reconcile rejects a bad --min-sync-period with exit 2', () => {
-    for (const bad of ['abc', '-5', '']) {
+  it('reconcile takes --min-sync-period as a Go duration and refuses anything else with exit 2', () => {
+    const cases: [string, string][] = [
+      ['abc', 'invalid argument "abc" for "--min-sync-period" flag: time: invalid duration "abc"'],
+      ['-5s', '--min-sync-period must not be negative, got "-5s"'],
+      ['', 'invalid argument "" for "--min-sync-period" flag: time: invalid duration ""'],
+      // Milliseconds without a unit, the old spelling: refused as Go's flag parsing does.
+      [
+        '1000',
+        'invalid argument "1000" for "--min-sync-period" flag: time: missing unit in duration "1000" (a duration needs a unit: 1000ms, 1000s)',
+      ],
+      // 2^31 ms and more would overflow setTimeout into a 1 ms period.
+      ['2147483648ms', '--min-sync-period must be at most 596h31m23.647s, got "2147483648ms"'],
+      ['600h', '--min-sync-period must be at most 596h31m23.647s, got "600h"'],
+    ];
+    for (const [bad, msg] of cases) {
       const r = cli(['reconcile', '--kubeconfig', '/nonexistent/kubeconfig', '--min-sync-period', bad]);
       expect(r.status, r.stderr).toBe(2);
-      expect(r.stderr).toBe(
-        `kubenode: --min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(bad)}\n`,
-      );
+      expect(r.stderr).toBe(`kubenode conntrack reconcile: ${msg}\n`);
     }
   });
 

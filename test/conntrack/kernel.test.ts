@@ -162,13 +162,13 @@ describe('cleanStaleEntries on the real kernel (IPv4 and IPv6)', () => {
     expect(gone.map(key).sort()).toEqual(expectGone.sort());
     expect(after).toHaveLength(9);
     const text = await registry.metrics();
-    expect(text).toContain('kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family="IPv4"} 9');
-    expect(text).toContain('kubeproxy_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 1');
+    expect(text).toContain('kubenode_conntrack_reconciler_deleted_entries_total{ip_family="IPv4"} 9');
+    expect(text).toContain('kubenode_conntrack_reconciler_sync_duration_seconds_count{ip_family="IPv4"} 1');
     expect(text).toContain(
-      'kubeproxy_conntrack_reconciler_sync_duration_seconds_bucket{le="16.384",ip_family="IPv4"} 1',
+      'kubenode_conntrack_reconciler_sync_duration_seconds_bucket{le="16.384",ip_family="IPv4"} 1',
     );
     expect(text).toContain(
-      '# HELP kubeproxy_conntrack_reconciler_sync_duration_seconds [ALPHA] ReconcileConntrackFlowsLatency latency in seconds',
+      '# HELP kubenode_conntrack_reconciler_sync_duration_seconds [ALPHA] ReconcileConntrackFlowsLatency latency in seconds',
     );
 
     // A second pass finds nothing; the counter series stays, +0.

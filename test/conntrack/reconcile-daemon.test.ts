@@ -75,7 +75,18 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const reconcileArgs = () => ['conntrack', 'reconcile', '--family', 'ipv4', '--dry-run', '--netns', ns.path];
+// No listeners: the default ports are one per machine, and test files run side by side.
+const QUIET = ['--healthz-bind-address=', '--metrics-bind-address='];
+const reconcileArgs = () => [
+  'conntrack',
+  'reconcile',
+  '--family',
+  'ipv4',
+  '--dry-run',
+  '--netns',
+  ns.path,
+  ...QUIET,
+];
 
 describe('kubenode conntrack reconcile as a daemon', () => {
   it('keeps retrying an unreachable API server and exits 0 only on SIGTERM', async () => {
@@ -168,13 +179,26 @@ await r.start();
   it('exits 1 when it cannot start at run time (its network namespace is gone)', () => {
     const gone = `/var/run/netns/kn-ct-daemons-gone-${process.pid}`;
     const r = runToExit(
-      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', gone],
+      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', gone, ...QUIET],
       process.env,
     );
     expect(r.status).toBe(1);
     expect(r.stderr).toContain(
       `kubenode conntrack reconcile: opening namespace ${gone}: No such file or directory`,
     );
+  });
+
+  it('escapes a line break from its input in the text log, so it cannot forge a line', () => {
+    const forged = `/var/run/netns/kn-gone-${process.pid}\nI1127 00:00:00.000000 1 reconciler] "all clean"`;
+    const r = runToExit(
+      ['conntrack', 'reconcile', '--kubeconfig', join(dir, 'unreachable'), '--netns', forged, ...QUIET],
+      process.env,
+    );
+    expect(r.status).toBe(1);
+    // One line, the break shown as `\n`.
+    expect(r.stderr.split('\n')).toHaveLength(2);
+    expect(r.stderr).toMatch(/^kubenode conntrack reconcile: opening namespace /);
+    expect(r.stderr).toContain(`${forged.replace('\n', '\\n')}: No such file or directory`);
   });
 
   it('fails fast with exit 2 in a pod without a service-account token', () => {

@@ -88,13 +88,49 @@ async function tokenKubeconfig(ns: string, sa: string): Promise<string> {
   return file;
 }
 
-/** The container args of a deploy/ workload, for a process on this machine. */
+/** The node name the reconciler's manifest takes from the downward API, here. */
+const NODE = `kubenode-deploy-node-${process.pid}`;
+
+/**
+ * The container args of a deploy/ workload, for a process on this machine: its listeners on
+ * loopback (startDaemon's), the downward API's values filled in.
+ */
 function manifestArgs(kind: 'DaemonSet' | 'Deployment', name: string, ns: string): string[] {
   const w = manifest<V1DaemonSet | V1Deployment>(kind, name);
   const args = w.spec?.template.spec?.containers[0]?.args ?? [];
   return args
-    .filter((a) => !/^--(health-addr|metrics-addr|log-format)=/.test(a))
-    .map((a) => a.replace('$(POD_NAMESPACE)', ns));
+    .filter(
+      (a) =>
+        !/^--(healthz-bind-address|metrics-bind-address|bind-address|secure-port|logging-format)=/.test(a),
+    )
+    .map((a) => a.replace('$(POD_NAMESPACE)', ns).replace('$(NODE_NAME)', NODE));
+}
+
+/** Runs a process without CAP_NET_ADMIN: its conntrack dumps are refused, so every pass fails. */
+const WITHOUT_NET_ADMIN = ['setpriv', '--bounding-set=-net_admin', '--inh-caps=-net_admin'];
+
+/** A bearer token of a fresh ServiceAccount `ns/name` bound to `clusterRole` (if any). */
+async function accountToken(ns: string, name: string, clusterRole?: string): Promise<string> {
+  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } }).catch(() => {});
+  if (clusterRole) {
+    await rbac
+      .createClusterRoleBinding({
+        body: {
+          metadata: { name: `${ns}:${name}` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+          subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+        },
+      })
+      .catch(() => {});
+  }
+  const tr = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace: ns,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = tr.status?.token;
+  if (!token) throw new Error(`no token for ${ns}/${name}`);
+  return token;
 }
 
 const KIND: Record<string, string> = { servicecidrs: 'ServiceCIDR', ipaddresses: 'IPAddress' };
@@ -139,6 +175,7 @@ describe('deploy/', () => {
     const objs = loadManifests();
     expect(objs.map((o) => o.kind).sort()).toEqual(
       [
+        'ClusterRole',
         'ClusterRole',
         'ClusterRole',
         'ClusterRoleBinding',
@@ -187,9 +224,26 @@ describe('deploy/', () => {
     expect(c?.args?.some((a) => a.startsWith('--netns'))).toBe(false);
     expect(c?.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(c?.livenessProbe?.httpGet?.path).toBe('/healthz');
+    // kube-proxy's layout: health on every address, metrics on loopback; the node's name from
+    // the downward API.
+    expect(c?.args).toEqual(
+      expect.arrayContaining([
+        '--healthz-bind-address=0.0.0.0:10276',
+        '--metrics-bind-address=127.0.0.1:10277',
+        '--node-name=$(NODE_NAME)',
+      ]),
+    );
+    expect(c?.env).toContainEqual({
+      name: 'NODE_NAME',
+      valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'spec.nodeName' } },
+    });
+    expect(c?.livenessProbe?.httpGet?.port).toBe(10276);
     const dep = manifest<V1Deployment>('Deployment', CONTROLLER);
     expect(dep.spec?.replicas).toBe(2);
-    expect(dep.spec?.template.spec?.containers[0]?.args).toContain('--leader-elect');
+    const cc = dep.spec?.template.spec?.containers[0];
+    expect(cc?.args).toContain('--leader-elect');
+    expect(cc?.args).toContain('--secure-port=10278');
+    expect(cc?.readinessProbe?.httpGet).toMatchObject({ scheme: 'HTTPS', path: '/readyz', port: 10278 });
   });
 });
 
@@ -247,7 +301,7 @@ describe('servicecidr-controller under its deploy/ roles', () => {
   beforeAll(() => applyAll());
   it('leads, reconciles and deletes ServiceCIDRs; a follower is ready; SIGTERM hands the lease over', async () => {
     const kubeconfig = await tokenKubeconfig(NS, CONTROLLER);
-    const a = startDaemon(controllerArgs(kubeconfig, NS));
+    const a = await startDaemon(controllerArgs(kubeconfig, NS));
     let b: Daemon | undefined;
     try {
       await waitFor(
@@ -257,7 +311,7 @@ describe('servicecidr-controller under its deploy/ roles', () => {
           a.logs().some((l) => l.msg === 'successfully acquired lease'),
         60_000,
       );
-      b = startDaemon(controllerArgs(kubeconfig, NS));
+      b = await startDaemon(controllerArgs(kubeconfig, NS));
       const follower = b;
       // Not leading, yet ready: it has nothing to sync.
       await waitFor(
@@ -278,9 +332,37 @@ describe('servicecidr-controller under its deploy/ roles', () => {
       await deleteIP(net, '10.250.0.5');
       await waitGone(net, 'deploy-a', 40_000);
 
-      const metrics = (await httpGet(`${a.base}/metrics`)).body;
+      // /metrics over HTTPS for whom the API server allows (deploy/'s kubenode:metrics-reader),
+      // 403 for any other account (the controller's own), 401 without a token.
+      const reader = await accountToken(NS, 'metrics-scraper', 'kubenode:metrics-reader');
+      const scrape = await httpGet(`${a.base}/metrics`, reader);
+      expect(scrape.status, scrape.body).toBe(200);
+      const metrics = scrape.body;
       expect(metrics).toMatch(/^workqueue_adds_total\{name="ipaddresses"\} [1-9]/m);
-      expect((await httpGet(`${a.base}/healthz`)).body).toBe('ok');
+      expect(metrics).toMatch(
+        /^kubenode_leader_election_master_status\{name="kubenode-servicecidr-controller"\} 1$/m,
+      );
+      expect(metrics).toMatch(/^kubenode_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
+      expect(metrics).toMatch(/^process_resident_memory_bytes [1-9]/m);
+      expect(metrics).toMatch(/^nodejs_eventloop_lag_seconds /m);
+      expect(metrics).toMatch(/^kubenode_servicecidr_controller_watch_restarts_total 0$/m);
+      const followerMetrics = await httpGet(`${follower.base}/metrics`, reader);
+      expect(followerMetrics.body).toMatch(
+        /^kubenode_leader_election_master_status\{name="kubenode-servicecidr-controller"\} 0$/m,
+      );
+      const own = await accountToken(NS, CONTROLLER);
+      expect(await httpGet(`${a.base}/metrics`, own)).toEqual({
+        status: 403,
+        body: `forbidden: User "system:serviceaccount:${NS}:${CONTROLLER}" cannot get path "/metrics"\n`,
+      });
+      expect(await httpGet(`${a.base}/metrics`, 'not-a-token')).toEqual({
+        status: 401,
+        body: 'Unauthorized\n',
+      });
+      expect(await httpGet(`${a.base}/metrics`)).toEqual({ status: 401, body: 'Unauthorized\n' });
+      for (const path of ['/healthz', '/livez', '/readyz']) {
+        expect(await httpGet(`${a.base}${path}`)).toEqual({ status: 200, body: 'ok' });
+      }
       for (const l of a.logs()) {
         expect(typeof l.ts).toBe('number');
         expect(typeof l.msg).toBe('string');
@@ -314,7 +396,9 @@ describe('servicecidr-controller under its deploy/ roles', () => {
   // the Ready condition cannot be set, so that variant also loses `patch servicecidrs/status`
   // (the variant without it alone shows the Event being written). The `list` grants serve the
   // LIST fallback of the watch-list informers (`list: true`): without them the controller works.
-  const variants: { without: string; also?: string[]; list?: boolean }[] = [
+  // The two reviews serve the secure port's /metrics: without them a scrape is refused (500) and
+  // the log names the refused review.
+  const variants: { without: string; also?: string[]; list?: boolean; scrape?: boolean }[] = [
     { without: 'list servicecidrs', list: true },
     { without: 'watch servicecidrs' },
     { without: 'patch servicecidrs' },
@@ -328,6 +412,8 @@ describe('servicecidr-controller under its deploy/ roles', () => {
     { without: 'create leases' },
     { without: 'get leases' },
     { without: 'update leases' },
+    { without: 'create tokenreviews', scrape: true },
+    { without: 'create subjectaccessreviews', scrape: true },
   ];
 
   it('covers every grant of its roles', () => {
@@ -346,7 +432,7 @@ describe('servicecidr-controller under its deploy/ roles', () => {
     for (const v of variants) {
       i++;
       const { ns, sa } = await restrictedAccount(`sc-${i}`, cluster, lease, [v.without, ...(v.also ?? [])]);
-      const d = startDaemon(controllerArgs(await tokenKubeconfig(ns, sa), ns));
+      const d = await startDaemon(controllerArgs(await tokenKubeconfig(ns, sa), ns));
       const [verb, resource] = v.without.split(' ') as [string, string];
       try {
         const name = `variant-${i}`;
@@ -359,9 +445,16 @@ describe('servicecidr-controller under its deploy/ roles', () => {
           expect(errorsNaming(d, verb, resource)).toEqual([]);
           continue;
         }
+        const reader = v.scrape ? await accountToken(NS, 'metrics-scraper', 'kubenode:metrics-reader') : '';
         await waitFor(
           () => `without ${v.without}: an error naming it (stderr: ${d.stderr()})`,
-          () => errorsNaming(d, verb, resource).length > 0,
+          async () => {
+            if (v.scrape) {
+              const r = await httpGet(`${d.base}/metrics`, reader);
+              if (r.status !== 0) expect(r.status, r.body).toBe(500);
+            }
+            return errorsNaming(d, verb, resource).length > 0;
+          },
           30_000,
         );
         if (v.without === 'patch servicecidrs/status') {
@@ -373,7 +466,8 @@ describe('servicecidr-controller under its deploy/ roles', () => {
           );
         }
       } finally {
-        expect(await d.stop()).toBe(0);
+        const code = await d.stop();
+        expect(code, `without ${v.without}: ${d.stderr()}`).toBe(0);
       }
     }
   }, 300_000);
@@ -425,6 +519,15 @@ describe('conntrack reconcile under its deploy/ role', () => {
     ns.path,
     ...(dryRun ? ['--dry-run'] : []),
   ];
+  /** An update of the EndpointSlice (an annotation) that the reconciler sees as a change. */
+  const touchSlice = async () => {
+    const slice = await disc.readNamespacedEndpointSlice({ name: 'dns-1', namespace: 'default' });
+    slice.metadata = {
+      ...slice.metadata,
+      annotations: { ...slice.metadata?.annotations, 'kubenode.test/touched': String(Date.now()) },
+    };
+    await disc.replaceNamespacedEndpointSlice({ name: 'dns-1', namespace: 'default', body: slice });
+  };
   const flows = () =>
     ns
       .conntrackL('ipv4')
@@ -434,7 +537,7 @@ describe('conntrack reconcile under its deploy/ role', () => {
   it('watches and cleans the stale flows of a removed endpoint', async () => {
     ns.sendUdp(EP.map((_, i) => [40001 + i, VIP, 53] as [number, string, number]));
     expect(flows()).toEqual([`40001->${EP[0]}`, `40002->${EP[1]}`]);
-    const d = startDaemon(reconcilerArgs(await tokenKubeconfig(NS, RECONCILER)));
+    const d = await startDaemon(reconcilerArgs(await tokenKubeconfig(NS, RECONCILER)));
     try {
       await waitFor(
         () => `ready (stderr: ${d.stderr()})`,
@@ -466,14 +569,49 @@ describe('conntrack reconcile under its deploy/ role', () => {
       expect(pass).toMatchObject({ v: 0, ipFamily: 'IPv4', stale: 1, deleted: 1, failed: 0 });
       expect(typeof pass?.ts).toBe('number');
       const metrics = (await httpGet(`${d.base}/metrics`)).body;
+      expect(metrics).toMatch(/^kubenode_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} 1$/m);
       expect(metrics).toMatch(
-        /^kubeproxy_conntrack_reconciler_deleted_entries_total\{ip_family="IPv4"\} 1$/m,
+        /^kubenode_conntrack_reconciler_sync_duration_seconds_count\{ip_family="IPv4"\} [1-9]/m,
       );
       expect(metrics).toMatch(
-        /^kubeproxy_conntrack_reconciler_sync_duration_seconds_count\{ip_family="IPv4"\} [1-9]/m,
+        /^kubenode_conntrack_reconciler_passes_total\{ip_family="IPv4",path="full"\} [1-9]/m,
       );
+      expect(metrics).toMatch(/^# TYPE kubenode_conntrack_reconciler_failed_passes_total counter$/m);
+      expect(metrics).toMatch(/^kubenode_conntrack_reconciler_watch_restarts_total 0$/m);
+      expect(metrics).toMatch(/^kubenode_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
+      expect(metrics).toMatch(/^process_open_fds [1-9]/m);
+      expect(metrics).not.toMatch(/^kubeproxy_/m);
       expect((await httpGet(`${d.base}/healthz`)).body).toBe('ok');
       expect(d.logs().some((l) => 'err' in l)).toBe(false);
+    } finally {
+      expect(await d.stop()).toBe(0);
+    }
+  }, 120_000);
+
+  it("reports a failed pass as a Warning Event on its Node, named by the manifest's downward API", async () => {
+    const d = await startDaemon(
+      reconcilerArgs(await tokenKubeconfig(NS, RECONCILER), true),
+      WITHOUT_NET_ADMIN,
+    );
+    try {
+      const event = await waitFor(
+        () => `a Warning Event on Node ${NODE} (stderr: ${d.stderr()})`,
+        async () =>
+          (await core.listNamespacedEvent({ namespace: 'default' })).items.find(
+            (e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === NODE,
+          ),
+        60_000,
+      );
+      expect(event).toMatchObject({
+        type: 'Warning',
+        reason: 'ConntrackCleanupFailed',
+        source: { component: 'kubenode-conntrack-reconciler', host: NODE },
+      });
+      expect(event.message).toMatch(/^IPv4 conntrack cleanup failed: .*CAP_NET_ADMIN/);
+      const metrics = (await httpGet(`${d.base}/metrics`)).body;
+      expect(metrics).toMatch(
+        /^kubenode_conntrack_reconciler_failed_passes_total\{ip_family="IPv4"\} [1-9]/m,
+      );
     } finally {
       expect(await d.stop()).toBe(0);
     }
@@ -483,33 +621,50 @@ describe('conntrack reconcile under its deploy/ role', () => {
     const role = manifest<RoleObject>('ClusterRole', 'kubenode:conntrack-reconciler');
     const labels = grants(role).map((g) => g.label);
     expect(labels.sort()).toEqual([
+      'create events',
       'list endpointslices',
       'list services',
+      'patch events',
       'watch endpointslices',
       'watch services',
     ]);
-    // They only read from the API server (and run dry): all at once.
-    await Promise.all(
-      labels.map(async (without, i) => {
-        const { ns: account, sa } = await restrictedAccount(`ct-${i}`, role, undefined, [without]);
-        const d = startDaemon(reconcilerArgs(await tokenKubeconfig(account, sa), true));
-        const [verb, resource] = without.split(' ') as [string, string];
-        try {
-          const errors = await waitFor(
-            () => `without ${without}: an error naming it (stderr: ${d.stderr()})`,
-            () => {
-              const e = errorsNaming(d, verb, resource);
-              return e.length > 0 && e;
-            },
-            60_000,
+    // They only read from the API server (and run dry): the reads at once, then the Events at
+    // once (four daemons at a time, as many as a loaded machine starts within the wait). The
+    // Events are written when a pass fails (a repeat patches the count): those daemons run
+    // without CAP_NET_ADMIN.
+    const batch = (which: string[]) =>
+      Promise.all(
+        which.map(async (without) => {
+          const i = labels.indexOf(without);
+          const { ns: account, sa } = await restrictedAccount(`ct-${i}`, role, undefined, [without]);
+          const events = without.endsWith(' events');
+          const d = await startDaemon(
+            reconcilerArgs(await tokenKubeconfig(account, sa), true),
+            events ? WITHOUT_NET_ADMIN : [],
           );
-          expect(errors[0]).toMatchObject({ msg: 'Conntrack reconcile failed' });
-          if (verb === 'list') expect((await httpGet(`${d.base}/readyz`)).status).toBe(500);
-        } finally {
-          const code = await d.stop();
-          expect(code, `without ${without}: ${d.stderr()}`).toBe(0);
-        }
-      }),
-    );
-  }, 120_000);
+          const [verb, resource] = without.split(' ') as [string, string];
+          try {
+            let polls = 0;
+            const errors = await waitFor(
+              () => `without ${without}: an error naming it (stderr: ${d.stderr()})`,
+              async () => {
+                // A failed pass is retried on the next change: every 2 s a change to the
+                // EndpointSlice, so the Event repeats and its count is patched.
+                if (verb === 'patch' && polls++ % 20 === 10) await touchSlice();
+                const e = errorsNaming(d, verb, resource);
+                return e.length > 0 && e;
+              },
+              60_000,
+            );
+            expect(errors[0]).toMatchObject({ msg: 'Conntrack reconcile failed' });
+            if (verb === 'list') expect((await httpGet(`${d.base}/readyz`)).status).toBe(500);
+          } finally {
+            const code = await d.stop();
+            expect(code, `without ${without}: ${d.stderr()}`).toBe(0);
+          }
+        }),
+      );
+    await batch(labels.filter((l) => !l.endsWith(' events')));
+    await batch(labels.filter((l) => l.endsWith(' events')));
+  }, 240_000);
 });

@@ -1,6 +1,9 @@
 // A daemon (`kubenode conntrack reconcile` or `servicecidr-controller`) as a child process
 // with JSON logs and its health/metrics listener on a loopback port.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
@@ -10,8 +13,9 @@ export type LogLine = Record<string, unknown>;
 export interface Daemon {
   child: ChildProcess;
   /**
-   * `http://127.0.0.1:PORT` of the one health + metrics listener, from its log line; port 0
-   * (nothing answers) until the daemon has logged it.
+   * `http://127.0.0.1:PORT` of the reconciler's one health + metrics listener (from its log
+   * line; port 0, where nothing answers, until the daemon has logged it), or
+   * `https://127.0.0.1:PORT` of the controller's secure port.
    */
   readonly base: string;
   /** stderr as written. */
@@ -25,24 +29,41 @@ export interface Daemon {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function startDaemon(args: string[]): Daemon {
-  // Port 0: the daemon binds a free port and logs it; a random fixed port can be taken.
+/** A loopback port free a moment ago (the controller's --secure-port has no "pick one"). */
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.on('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (typeof a === 'object' && a ? res(a.port) : rej(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts the daemon; `wrap` runs it through a command first (`setpriv ...`). */
+export async function startDaemon(args: string[], wrap: string[] = []): Promise<Daemon> {
+  // The reconciler on port 0: it binds a free port and logs it (one listener serves all when
+  // both addresses are equal). The controller's secure port takes a port number.
+  const controller = args[0] === 'servicecidr-controller';
   const addr = '127.0.0.1:0';
+  const securePort = controller ? await freePort() : 0;
+  const listener = controller
+    ? ['--bind-address=127.0.0.1', `--secure-port=${securePort}`]
+    : [`--healthz-bind-address=${addr}`, `--metrics-bind-address=${addr}`];
   // tsx as a loader in the one process: the tsx CLI's signal relay SIGKILLs a child that does not
   // acknowledge SIGTERM within 30 ms, which a loaded machine misses.
-  const child = spawn(
+  const argv = [
+    ...wrap,
     process.execPath,
-    [
-      '--import',
-      'tsx',
-      main,
-      ...args,
-      `--health-addr=${addr}`,
-      `--metrics-addr=${addr}`,
-      '--log-format=json',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+    '--import',
+    'tsx',
+    main,
+    ...args,
+    ...listener,
+    '--logging-format=json',
+  ];
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr?.on('data', (c) => {
     err += c;
@@ -53,6 +74,7 @@ export function startDaemon(args: string[]): Daemon {
   return {
     child,
     get base() {
+      if (controller) return `https://127.0.0.1:${securePort}`;
       base ??= /"msg":"Serving health and metrics".*?"addresses":\["([^"]+)"/.exec(err)?.[1];
       return `http://${base ?? addr}`;
     },
@@ -79,14 +101,34 @@ export function startDaemon(args: string[]): Daemon {
   };
 }
 
-/** GET → status and body; status 0 when nothing listens. */
-export async function httpGet(url: string): Promise<{ status: number; body: string }> {
-  try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return { status: r.status, body: await r.text() };
-  } catch {
-    return { status: 0, body: '' };
-  }
+/**
+ * GET → status and body; status 0 when nothing listens. HTTPS accepts the controller's
+ * self-signed certificate; `token` goes in as a bearer token.
+ */
+export function httpGet(url: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const request = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const req = request(
+      url,
+      {
+        rejectUnauthorized: false,
+        timeout: 2000,
+        headers: token ? { Authorization: `Bearer ${token}` } : {},
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on('error', () => resolve({ status: 0, body: '' }));
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({ status: 0, body: '' }));
+    req.end();
+  });
 }
 
 export async function waitFor<T>(

@@ -7,6 +7,7 @@ import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HealthServer, parseAddr, serveHealth } from '../../ts/kube/health.js';
 import { jsonLogger } from '../../ts/kube/log.js';
+import { startDaemon } from '../support/daemon.js';
 
 const servers: HealthServer[] = [];
 afterEach(async () => {
@@ -135,35 +136,127 @@ describe('jsonLogger', () => {
 
 describe('daemon flags', () => {
   const main = join(import.meta.dirname, '..', '..', 'ts', 'cli', 'main.ts');
+  const kubeconfig = join(import.meta.dirname, 'fixtures', 'kubeconfig.yaml');
   const run = (args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', main, ...args], { encoding: 'utf8', timeout: 60_000 });
 
-  it('an unknown --log-format or a bad --health-addr exits 2 and says why', () => {
-    const badFormat = run(['conntrack', 'reconcile', '--kubeconfig', '/dev/null', '--log-format', 'xml']);
+  it('an unknown --logging-format, a bad -v or a bad listener address exits 2 and says why', () => {
+    const badFormat = run(['conntrack', 'reconcile', '--kubeconfig', '/dev/null', '--logging-format', 'xml']);
     expect(badFormat.status).toBe(2);
-    expect(badFormat.stderr).toContain(
-      'kubenode conntrack reconcile: --log-format must be text or json, got "xml"',
+    expect(badFormat.stderr).toBe(
+      'kubenode conntrack reconcile: --logging-format must be text or json, got "xml"\n',
     );
-    const badAddr = run([
-      'servicecidr-controller',
-      '--kubeconfig',
-      join(import.meta.dirname, 'fixtures', 'kubeconfig.yaml'),
-      '--health-addr',
-      'nowhere',
-    ]);
-    expect(badAddr.status).toBe(2);
-    expect(badAddr.stderr).toContain('kubenode servicecidr-controller: "nowhere" is not HOST:PORT');
+    const badV = run(['servicecidr-controller', '--kubeconfig', kubeconfig, '-v', 'x']);
+    expect(badV.status).toBe(2);
+    expect(badV.stderr).toContain('invalid argument "x" for "-v, --v" flag');
     // The reconciler checks its listener address as a usage error too, with one line.
     const badReconcilerAddr = run([
       'conntrack',
       'reconcile',
       '--kubeconfig',
-      join(import.meta.dirname, 'fixtures', 'kubeconfig.yaml'),
-      '--metrics-addr',
+      kubeconfig,
+      '--healthz-bind-address=',
+      '--metrics-bind-address',
       'nowhere',
     ]);
     expect(badReconcilerAddr.status, badReconcilerAddr.stderr).toBe(2);
     expect(badReconcilerAddr.stderr).toContain('kubenode conntrack reconcile: "nowhere" is not HOST:PORT');
     expect(badReconcilerAddr.stderr).not.toContain('exit 2');
+    const badPort = run(['servicecidr-controller', '--kubeconfig', kubeconfig, '--secure-port', '70000']);
+    expect(badPort.status).toBe(2);
+    expect(badPort.stderr).toContain('--secure-port must be a port number (0: off), got "70000"');
+    const badQps = run(['servicecidr-controller', '--kubeconfig', kubeconfig, '--kube-api-qps', '0']);
+    expect(badQps.status).toBe(2);
+    expect(badQps.stderr).toContain('--kube-api-qps must be a positive number, got "0"');
+  });
+
+  it('takes Go durations for the leader election timings and checks their order', () => {
+    const ms = run([
+      'servicecidr-controller',
+      '--kubeconfig',
+      kubeconfig,
+      '--leader-elect-retry-period',
+      '2000',
+    ]);
+    expect(ms.status).toBe(2);
+    expect(ms.stderr).toContain(
+      'invalid argument "2000" for "--leader-elect-retry-period" flag: time: missing unit in duration "2000"',
+    );
+    const order = run([
+      'servicecidr-controller',
+      '--kubeconfig',
+      kubeconfig,
+      '--leader-elect',
+      '--leader-elect-renew-deadline=20s',
+    ]);
+    expect(order.status).toBe(2);
+    expect(order.stderr).toContain(
+      'leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > --leader-elect-retry-period > 0',
+    );
+  });
+
+  // Each renamed flag still works, with pflag's one-line warning; the value reaches the new flag
+  // (shown by the refusal of a bad value, which names the new flag).
+  it.each([
+    ['conntrack reconcile', '--log-format', 'xml', '--logging-format must be text or json, got "xml"'],
+    ['conntrack reconcile', '--health-addr', 'nowhere', '"nowhere" is not HOST:PORT'],
+    ['conntrack reconcile', '--metrics-addr', 'elsewhere', '"elsewhere" is not HOST:PORT'],
+    ['servicecidr-controller', '--log-format', 'xml', '--logging-format must be text or json, got "xml"'],
+  ])('%s %s is a deprecated alias', (command, flag, value, refusal) => {
+    // The listener the alias does not set stays off: its default port is one per machine.
+    const quiet =
+      command !== 'conntrack reconcile'
+        ? []
+        : flag === '--health-addr'
+          ? ['--metrics-bind-address=']
+          : flag === '--metrics-addr'
+            ? ['--healthz-bind-address=']
+            : ['--healthz-bind-address=', '--metrics-bind-address='];
+    const r = run([...command.split(' '), '--kubeconfig', kubeconfig, ...quiet, flag, value]);
+    expect(r.status, r.stderr).toBe(2);
+    const replacement = {
+      '--log-format': '--logging-format',
+      '--health-addr': '--healthz-bind-address',
+      '--metrics-addr': '--metrics-bind-address',
+    }[flag];
+    expect(r.stderr).toBe(
+      `Flag ${flag} has been deprecated, use ${replacement} instead\nkubenode ${command}: ${refusal}\n`,
+    );
+  });
+
+  it.each([
+    ['--leader-elect-name', '--leader-elect-resource-name'],
+    ['--leader-elect-namespace', '--leader-elect-resource-namespace'],
+  ])('servicecidr-controller %s is a deprecated alias of %s', async (flag, replacement) => {
+    // The value reaches the Lease the controller campaigns for (its log line names it); the
+    // API server is unreachable, so the controller stays in its first attempt.
+    const d = startDaemon([
+      'servicecidr-controller',
+      '--kubeconfig',
+      kubeconfig,
+      '--secure-port=0',
+      '--leader-elect',
+      `${flag}=from-alias`,
+    ]);
+    try {
+      await d.waitOutput(/attempting to acquire leader lease/);
+    } finally {
+      await d.stop();
+    }
+    expect(d.stderr).toContain(`Flag ${flag} has been deprecated, use ${replacement} instead\n`);
+    const lease = /attempting to acquire leader lease" lease="([^"]+)"/.exec(d.stderr)?.[1];
+    expect(lease).toBe(
+      flag.endsWith('-name') ? 'kube-system/from-alias' : 'from-alias/service-cidr-controller',
+    );
+  });
+
+  it('the controller refuses its removed plain-HTTP listener flags, saying what replaces them', () => {
+    for (const flag of ['--health-addr', '--metrics-addr']) {
+      const r = run(['servicecidr-controller', '--kubeconfig', kubeconfig, flag, '127.0.0.1:8080']);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(
+        `kubenode servicecidr-controller: ${flag} was removed: health and metrics are served over HTTPS on --bind-address:--secure-port`,
+      );
+    }
   });
 });

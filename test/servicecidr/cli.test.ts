@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, httpGet } from '../deploy/daemon.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
 import { NOT_CONFIGURED, runToExit, startDaemon } from '../support/daemon.js';
 import { inCluster, outsideEnv } from '../support/incluster.js';
@@ -22,8 +23,8 @@ afterAll(async () => {
 });
 
 describe('kubenode servicecidr-controller', () => {
-  it('reconciles, serves metrics and stops cleanly on SIGTERM', async () => {
-    // Port 0 and the logged address: a fixed random port can be taken on a busy machine.
+  it('reconciles, serves metrics over HTTPS and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
     const d = startDaemon([
       'servicecidr-controller',
       '--kubeconfig',
@@ -31,24 +32,29 @@ describe('kubenode servicecidr-controller', () => {
       '--workers',
       '2',
       '--leader-elect',
-      '--metrics-addr',
-      '127.0.0.1:0',
+      '--leader-elect-lease-duration=3s',
+      '--leader-elect-renew-deadline=2s',
+      '--leader-elect-retry-period=500ms',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
     ]);
     const why = () => `(alive: ${d.alive}; stderr: ${d.stderr})`;
     try {
       await d.waitOutput(/Serving health and metrics/);
-      const port = /Serving health and metrics.*?127\.0\.0\.1:(\d+)/.exec(d.stderr)?.[1];
-      expect(port, why()).toBeDefined();
+      expect(d.stderr).toMatch(/"Serving certificate" source="self-signed"/);
       const { net } = apis(api.kubeConfig);
       await createCIDR(net, 'cli-a', ['10.250.0.0/24']);
       await waitReady(net, 'cli-a', 60_000).catch((e: Error) => {
         throw new Error(`${e.message} ${why()}`);
       });
+      // The admin token: this API server authorizes everything it authenticates.
       const metrics = await waitFor(`metrics ${why()}`, async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/metrics`);
-        const t = await r.text();
-        return t.includes('workqueue_adds_total{name="ipaddresses"}') && t;
+        const r = await httpGet(`https://127.0.0.1:${port}/metrics`, api.token);
+        return r.body.includes('workqueue_adds_total{name="ipaddresses"}') && r.body;
       });
+      expect(metrics).toMatch(
+        /^kubenode_leader_election_master_status\{name="service-cidr-controller"\} 1$/m,
+      );
       expect(metrics).toMatch(/workqueue_work_duration_seconds_count\{name="ipaddresses"\} [1-9]/);
     } finally {
       expect(await d.stop(), why()).toBe(0);
@@ -94,7 +100,7 @@ describe('kubenode servicecidr-controller', () => {
   it('runs in-cluster without flags, and --kubeconfig overrides the in-cluster configuration', async () => {
     const { net } = apis(api.kubeConfig);
     const pod = inCluster(api);
-    const d = startDaemon(['servicecidr-controller', '--workers', '1'], pod.env);
+    const d = startDaemon(['servicecidr-controller', '--workers', '1', '--secure-port=0'], pod.env);
     try {
       await createCIDR(net, 'cli-incluster', ['10.251.0.0/24']);
       await waitReady(net, 'cli-incluster', 60_000);
@@ -103,7 +109,10 @@ describe('kubenode servicecidr-controller', () => {
     }
     // The pod's apiserver is now a dead port; the flag points at the real one.
     pod.env.KUBERNETES_SERVICE_PORT = '1';
-    const flagged = startDaemon(['servicecidr-controller', '--kubeconfig', api.kubeconfigFile], pod.env);
+    const flagged = startDaemon(
+      ['servicecidr-controller', '--kubeconfig', api.kubeconfigFile, '--secure-port=0'],
+      pod.env,
+    );
     try {
       await createCIDR(net, 'cli-flag', ['10.252.0.0/24']);
       await waitReady(net, 'cli-flag', 60_000);

@@ -1,10 +1,20 @@
 // `kubenode conntrack list|clean|reconcile`.
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
 import { conntrack } from '../index.js';
 import { describeError } from '../kube/api-error.js';
-import { promClient } from '../peers.js';
-import { addDaemonOptions, type DaemonFlags, daemonKubeConfig, daemonLogger, startHealth } from './daemon.js';
+import { oneLine } from '../kube/log.js';
+import {
+  addDaemonOptions,
+  type DaemonFlags,
+  daemonKubeConfig,
+  daemonLogger,
+  daemonRegistry,
+  durationFlag,
+  startHealth,
+} from './daemon.js';
+import { MAX_TIMER } from './duration.js';
 import { MAX_TABLE_BYTES, parseDocuments, readInput } from './input.js';
 import {
   addOutputOption,
@@ -101,6 +111,11 @@ async function withHandle(
   }
 }
 
+/** One text log line: a line break inside a value is escaped, so it cannot forge a line. */
+function textLine(write: (s: string) => void, line: string): void {
+  write(`${oneLine(line)}\n`);
+}
+
 export function registerConntrack(program: Command): void {
   const ct = program
     .command('conntrack')
@@ -190,34 +205,55 @@ export function registerConntrack(program: Command): void {
     },
   );
 
-  addDaemonOptions(ct.command('reconcile'))
+  addDaemonOptions(ct.command('reconcile'), '0', [
+    ['--health-addr', '--healthz-bind-address'],
+    ['--metrics-addr', '--metrics-bind-address'],
+  ])
     .description('watch Services and EndpointSlices and clean stale UDP entries when endpoints change')
     .option('-f, --family <family>', 'ipv4, ipv6 or both', 'both')
     .option('--dry-run', 'select but do not delete')
     .option('--kubernetes-version <version>', KUBERNETES_VERSION_HELP)
-    .option('--min-sync-period <ms>', 'coalesce changes for this long', '1000')
+    .option(
+      '--min-sync-period <duration>',
+      `least time between two cleanup passes; changes meanwhile are coalesced (Go duration, at most ${MAX_TIMER})`,
+      '1s',
+    )
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
+    .option(
+      '--healthz-bind-address <host:port>',
+      'serve /healthz, /livez and /readyz on http://HOST:PORT (empty: off)',
+      '0.0.0.0:10276',
+    )
+    .option(
+      '--metrics-bind-address <host:port>',
+      'serve /metrics on http://HOST:PORT (empty: off; one listener when equal to --healthz-bind-address)',
+      '127.0.0.1:10277',
+    )
+    .option('--node-name <name>', "this node's name: failed passes become Warning Events on the Node")
+    .option('--hostname-override <name>', "kube-proxy's spelling of --node-name")
     .action(
       async (
         o: DaemonFlags & {
           family?: string;
           dryRun?: boolean;
           kubernetesVersion?: string;
-          minSyncPeriod?: string;
+          minSyncPeriod: string;
           netns?: string;
+          healthzBindAddress: string;
+          metricsBindAddress: string;
+          nodeName?: string;
+          hostnameOverride?: string;
         },
       ) => {
         const k8s = kubernetesVersion(o.kubernetesVersion);
-        const period = Number(o.minSyncPeriod ?? 1000);
-        if (o.minSyncPeriod?.trim() === '' || !Number.isFinite(period) || period < 0) {
-          badInput(
-            `--min-sync-period must be a non-negative number of milliseconds, got ${JSON.stringify(o.minSyncPeriod)}`,
-          );
-        }
-        // Flags first: a bad --log-format is a usage error whatever the cluster configuration.
-        const log = daemonLogger('conntrack reconcile', o, 0);
-        const kc = (await daemonKubeConfig('conntrack reconcile', o, log)).kubeConfig;
-        const json = o.logFormat === 'json';
+        const command = 'conntrack reconcile';
+        const period = durationFlag(command, '--min-sync-period', o.minSyncPeriod);
+        // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
+        const log = daemonLogger(command, o);
+        const kc = (await daemonKubeConfig(command, o, log)).kubeConfig;
+        const json = o.loggingFormat === 'json';
+        // kube-proxy's node name: the override, else this host's name in lower case.
+        const nodeName = (o.nodeName || o.hostnameOverride || hostname()).trim().toLowerCase();
         const families: conntrack.IPFamily[] =
           o.family === 'both' || !o.family ? ['IPv4', 'IPv6'] : [family(o.family)];
         // Installed before anything starts, so a signal during start-up is a clean stop too.
@@ -235,30 +271,36 @@ export function registerConntrack(program: Command): void {
           // The API server is reached from this process's namespace; only the conntrack socket
           // lives in --netns.
           handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
-          const registry = new (promClient().Registry)();
+          const registry = daemonRegistry();
           const rec = new conntrack.StaleFlowReconciler(kc, {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,
             kubernetesVersion: k8s,
             minSyncPeriodMs: period,
+            nodeName,
             metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>
               json
                 ? log.info(0, 'Cleaned stale conntrack entries', { ipFamily: fam, ...res })
-                : out(
-                    `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s\n`,
+                : textLine(
+                    out,
+                    `${new Date().toISOString()} ${fam}: listed ${res.listed}, stale ${res.stale}, deleted ${res.deleted}${res.partial ? ' (partial)' : ''} in ${res.seconds.toFixed(3)}s`,
                   ),
             onError: (e, context) =>
               json
                 ? log.error('Conntrack reconcile failed', e, context)
-                : err(`${new Date().toISOString()} kubenode: ${describeError(e)} (retrying)\n`),
+                : textLine(err, `${new Date().toISOString()} kubenode: ${describeError(e)} (retrying)`),
           });
           r = rec;
-          // A bad --health-addr or --metrics-addr is a usage error (CliExit 2) and passes through.
+          conntrack.watchRestartsMetric(registry, () => rec.watchRestarts);
+          // A bad listener address is a usage error (CliExit 2) and passes through.
           server = await startHealth(
-            'conntrack reconcile',
-            o,
+            command,
+            {
+              healthAddr: o.healthzBindAddress || undefined,
+              metricsAddr: o.metricsBindAddress || undefined,
+            },
             registry,
             () => (rec.synced ? undefined : 'informer-sync: Service and EndpointSlice caches not synced'),
             log,
@@ -270,7 +312,7 @@ export function registerConntrack(program: Command): void {
           if (e instanceof CliExit) throw e;
           // Start-up failed at run time (no conntrack access, a namespace gone): exit 1, not
           // the usage code 2.
-          err(`kubenode conntrack reconcile: ${describeError(e)}\n`);
+          textLine(err, `kubenode ${command}: ${describeError(e)}`);
           throw new CliExit(1);
         } finally {
           // On a clean stop and on a failure alike: nothing may keep the process up.

@@ -1,38 +1,94 @@
-// Flags and plumbing the two daemons share: the cluster configuration, the health/metrics
-// listener and the log format.
-import type { Command } from 'commander';
+// Flags and plumbing the two daemons share, spelt as the Kubernetes components spell them:
+// the cluster configuration, `-v`, `--logging-format`, Go durations, deprecated aliases of
+// renamed flags, and the health/metrics listener.
+import { type Command, Option } from 'commander';
 import type { Registry } from 'prom-client';
 import { type LoadedKubeConfig, loadKubeConfig } from '../kube/config.js';
-import { type HealthServer, serveHealth } from '../kube/health.js';
+import { type HealthOptions, type HealthServer, serveHealth } from '../kube/health.js';
 import { jsonLogger } from '../kube/log.js';
 import { redactCredentials } from '../kube/redact.js';
+import { promClient } from '../peers.js';
 import { klogLogger, type Logger } from '../servicecidr/logger.js';
+import { DurationSyntaxError, durationFlagMs } from './duration.js';
 import { CliExit, err } from './output.js';
+import { packageVersion } from './version.js';
 
 export interface DaemonFlags {
   kubeconfig?: string;
-  healthAddr?: string;
-  metricsAddr?: string;
-  logFormat: string;
+  v: string;
+  loggingFormat: string;
 }
 
-export function addDaemonOptions(cmd: Command): Command {
-  return cmd
-    .option('--health-addr <host:port>', 'serve /healthz and /readyz on http://HOST:PORT')
-    .option(
-      '--metrics-addr <host:port>',
-      'serve Prometheus metrics on http://HOST:PORT/metrics (one listener when equal to --health-addr)',
-    )
-    .option('--log-format <format>', 'text or json (component-base JSON lines)', 'text')
+/**
+ * `-v`, `--logging-format` and `--kubeconfig`, with `--log-format` and the command's own
+ * `[old, replacement]` pairs as deprecated aliases.
+ */
+export function addDaemonOptions(
+  cmd: Command,
+  defaultVerbosity: string,
+  aliases: [string, string][] = [],
+): Command {
+  for (const [old, replacement] of aliases) deprecatedAlias(cmd, old, replacement);
+  cmd
+    .option('-v, --v <level>', 'number for the log level verbosity', defaultVerbosity)
+    .option('--logging-format <format>', 'text or json (component-base JSON lines)', 'text')
     .option(
       '--kubeconfig <file>',
       'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)',
     );
+  return deprecatedAlias(cmd, '--log-format', '--logging-format');
 }
 
-function fail(command: string, msg: string): never {
+const camel = (flag: string) =>
+  flag.replace(/^--/, '').replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * Keeps a renamed flag working: `old` sets `replacement` (unless that is given too) and prints
+ * pflag's one-line deprecation warning, as the Kubernetes components do for renamed flags.
+ */
+export function deprecatedAlias(cmd: Command, old: string, replacement: string): Command {
+  const key = camel(old);
+  const target = camel(replacement);
+  cmd.addOption(new Option(`${old} <value>`, `deprecated: use ${replacement}`).hideHelp());
+  return cmd.hook('preAction', (_this, action) => {
+    const value = action.getOptionValue(key) as string | undefined;
+    if (value === undefined) return;
+    err(`Flag ${old} has been deprecated, use ${replacement} instead\n`);
+    if (action.getOptionValueSource(target) !== 'cli') action.setOptionValueWithSource(target, value, 'cli');
+  });
+}
+
+/** A flag that was removed: refused with the reason and what replaces it (exit 2). */
+export function removedFlag(cmd: Command, command: string, flag: string, why: string): Command {
+  const key = camel(flag);
+  cmd.addOption(new Option(`${flag} <value>`).hideHelp());
+  return cmd.hook('preAction', (_this, action) => {
+    if (action.getOptionValue(key) !== undefined) fail(command, `${flag} was removed: ${why}`);
+  });
+}
+
+export function fail(command: string, msg: string): never {
   err(`kubenode ${command}: ${msg}\n`);
   throw new CliExit(2);
+}
+
+/** A Go duration flag in milliseconds; a bad value exits 2 with pflag's message. */
+export function durationFlag(command: string, flag: string, value: string): number {
+  try {
+    return durationFlagMs(flag, value);
+  } catch (e) {
+    if (e instanceof DurationSyntaxError) fail(command, e.message);
+    throw e;
+  }
+}
+
+/** `-v`: a non-negative integer, as klog's `Level` flag. */
+export function verbosityFlag(command: string, o: DaemonFlags): number {
+  const v = Number(o.v);
+  if (!/^\d+$/.test(o.v.trim()) || !Number.isSafeInteger(v)) {
+    fail(command, `invalid argument ${JSON.stringify(o.v)} for "-v, --v" flag: a non-negative integer`);
+  }
+  return v;
 }
 
 /**
@@ -54,17 +110,18 @@ export async function daemonKubeConfig(
   }
 }
 
-/** The logger `--log-format` asks for (`text` is klog's line format). */
-export function daemonLogger(command: string, o: DaemonFlags, verbosity: number): Logger {
-  if (o.logFormat === 'json') return jsonLogger(verbosity);
-  if (o.logFormat === 'text') return klogLogger(verbosity);
-  fail(command, `--log-format must be text or json, got ${JSON.stringify(o.logFormat)}`);
+/** The logger `--logging-format` and `-v` ask for (`text` is klog's line format). */
+export function daemonLogger(command: string, o: DaemonFlags): Logger {
+  const verbosity = verbosityFlag(command, o);
+  if (o.loggingFormat === 'json') return jsonLogger(verbosity);
+  if (o.loggingFormat === 'text') return klogLogger(verbosity);
+  fail(command, `--logging-format must be text or json, got ${JSON.stringify(o.loggingFormat)}`);
 }
 
 /** Starts the listener(s) when asked for; a bad address or a failed bind exits 2. */
 export async function startHealth(
   command: string,
-  o: DaemonFlags,
+  o: Omit<HealthOptions, 'registry' | 'notReady'>,
   registry: Registry,
   notReady: () => string | undefined,
   log: Logger,
@@ -72,10 +129,30 @@ export async function startHealth(
   if (o.healthAddr === undefined && o.metricsAddr === undefined) return undefined;
   let server: HealthServer;
   try {
-    server = await serveHealth({ healthAddr: o.healthAddr, metricsAddr: o.metricsAddr, registry, notReady });
+    server = await serveHealth({ ...o, registry, notReady });
   } catch (e) {
     fail(command, (e as Error).message);
   }
-  log.info(0, 'Serving health and metrics', { addresses: server.addresses });
+  log.info(0, 'Serving health and metrics', {
+    addresses: server.addresses,
+    scheme: o.tls ? 'https' : 'http',
+  });
   return server;
+}
+
+/**
+ * A daemon's registry: prom-client's process and Node.js metrics (`process_*`, `nodejs_*`) and
+ * `kubenode_build_info`, then whatever the daemon adds.
+ */
+export function daemonRegistry(): Registry {
+  const { Gauge, Registry, collectDefaultMetrics } = promClient();
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'kubenode_build_info',
+    help: 'A metric with a constant 1 value labelled by the kubenode version and the Node.js version it runs on',
+    labelNames: ['version', 'node_version'],
+    registers: [registry],
+  }).set({ version: packageVersion(), node_version: process.version }, 1);
+  return registry;
 }

@@ -1,5 +1,4 @@
 // The `kubenode` command. Each subcommand lives in its own module and registers itself here.
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
 import { redactCredentials } from '../kube/redact.js';
@@ -9,14 +8,7 @@ import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
 import { registerUserns } from './userns.js';
-
-/** The package version; package.json sits two levels up from both ts/cli and dist/cli. */
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
+import { packageVersion } from './version.js';
 
 export function buildProgram(): Command {
   const program = new Command();

@@ -38,8 +38,12 @@ export {
   type ConntrackMetrics,
   conntrackMetrics,
   DELETED_TOTAL,
+  FAILED_PASSES_TOTAL,
+  PASSES_TOTAL,
   SYNC_BUCKETS,
   SYNC_DURATION,
+  WATCH_RESTARTS_TOTAL,
+  watchRestartsMetric,
 } from './metrics.js';
 export { CleanupGate, type ReconcilerOptions, StaleFlowReconciler } from './reconciler.js';
 export { conntrackKubernetesVersion } from './release.js';

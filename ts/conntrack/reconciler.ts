@@ -298,7 +298,9 @@ export class StaleFlowReconciler {
       return;
     }
     if (this.#timer) return;
-    const delay = Math.max(0, this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now());
+    // At most 2^31-1 ms: setTimeout turns a longer delay into 1 ms.
+    const wait = this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now();
+    const delay = Math.min(2 ** 31 - 1, Math.max(0, wait));
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#syncing = this.#sync()
@@ -346,10 +348,12 @@ export class StaleFlowReconciler {
         });
         this.#owed.delete(family);
         if (r.path === 'full') this.#lastFull.set(family, started);
+        this.#opts.metrics?.passes?.inc({ ip_family: family, path: r.path });
         this.syncs++;
         this.#opts.onSync?.(family, r);
       } catch (e) {
         this.#owed.add(family);
+        this.#opts.metrics?.failedPasses?.inc({ ip_family: family });
         this.#report(e);
       }
     }

@@ -41,3 +41,12 @@ export function jsonLogger(verbosity = 0, stream: { write(s: string): unknown } 
     },
   };
 }
+
+/**
+ * Escapes line breaks (`\n`, `\r`) so a value from outside (an API server's message, a path)
+ * cannot end a text log line and forge the next one; the CLI's output escapes the other
+ * control characters.
+ */
+export function oneLine(s: string): string {
+  return s.replace(/[\n\r]/g, (c) => (c === '\n' ? '\\n' : '\\r'));
+}

@@ -108,6 +108,10 @@ export class ServiceCIDRController {
   #queue: RateLimitingQueue<string> | undefined;
   #cidrs: ResilientInformer<V1ServiceCIDR> | undefined;
   #ips: ResilientInformer<V1IPAddress> | undefined;
+  /** Watch restarts of the informers of past leadership terms. */
+  #pastRestarts = 0;
+  /** Whether #cidrs and #ips belong to a term still running (their restarts not yet counted). */
+  #termInformers = false;
   /** This term's own writes, until the informer has caught up with them. */
   #written = new WriteCache();
   #running = false;
@@ -162,6 +166,12 @@ export class ServiceCIDRController {
     return this.elector && !this.elector.isLeader ? true : this.#running;
   }
 
+  /** Restart attempts of failed ServiceCIDR and IPAddress watches so far, all terms together. */
+  get watchRestarts(): number {
+    const current = this.#termInformers ? (this.#cidrs?.restarts ?? 0) + (this.#ips?.restarts ?? 0) : 0;
+    return this.#pastRestarts + current;
+  }
+
   /** Runs until `signal` aborts (with leader election: only while holding the lease). */
   async run(signal: AbortSignal): Promise<void> {
     if (this.elector) {
@@ -194,6 +204,7 @@ export class ServiceCIDRController {
     const ips = informer<V1IPAddress>('ipaddresses', 'IPAddress', () => this.#api.listIPAddress());
     this.#cidrs = cidrs;
     this.#ips = ips;
+    this.#termInformers = true;
     attachHandlers({ cidrs, ips, index, queue, log: this.#log });
     const stopped = new Promise<void>((r) =>
       signal.aborted ? r() : signal.addEventListener('abort', () => r(), { once: true }),
@@ -212,6 +223,8 @@ export class ServiceCIDRController {
       queue.shutDownAndDiscard();
       this.#running = false;
       await Promise.all([cidrs.stop(), ips.stop()]);
+      this.#pastRestarts += cidrs.restarts + ips.restarts;
+      this.#termInformers = false;
       this.#log.info(0, 'Shutting down', { controller: CONTROLLER_NAME });
     }
   }

@@ -9,10 +9,11 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import type { Gauge, Registry } from 'prom-client';
 import { KubenodeRangeError } from '../errors.js';
 import { withSignal } from '../kube/abort.js';
 import { apiCode } from '../kube/api-error.js';
-import { clientNode } from '../peers.js';
+import { clientNode, promClient } from '../peers.js';
 import type { Logger } from './logger.js';
 
 /** Options of leader election (client-go's `LeaderElectionConfig`). */
@@ -36,12 +37,21 @@ export interface LeaderElectionOptions {
   releaseOnCancel?: boolean;
   /** Field manager of the Lease writes (the controller passes its own). */
   fieldManager?: string;
+  /**
+   * Where to export `kubenode_leader_election_master_status{name}` (client-go's
+   * `leader_election_master_status`: 1 while leading, else 0); default: nowhere.
+   */
+  registry?: Registry;
 }
+
+/** Name of the leadership gauge (client-go's `leader_election_master_status`). */
+export const LEADER_STATUS = 'kubenode_leader_election_master_status';
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
+    // setTimeout turns a delay past 2^31-1 ms into 1 ms: a jittered long retry period must not.
+    const t = setTimeout(done, Math.min(ms, 2 ** 31 - 1));
     function done() {
       clearTimeout(t);
       signal.removeEventListener('abort', done);
@@ -71,6 +81,7 @@ export class LeaderElector {
   #observed: string | undefined;
   #observedAt = 0;
   #isLeader = false;
+  readonly #status: Gauge<'name'> | undefined;
 
   constructor(
     private readonly api: CoordinationV1Api,
@@ -88,6 +99,23 @@ export class LeaderElector {
     if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
       throw new KubenodeRangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
     }
+    if (o.registry) {
+      const { Gauge } = promClient();
+      this.#status =
+        (o.registry.getSingleMetric(LEADER_STATUS) as Gauge<'name'> | undefined) ??
+        new Gauge({
+          name: LEADER_STATUS,
+          help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+          labelNames: ['name'],
+          registers: [o.registry],
+        });
+      this.#status.set({ name: this.name }, 0);
+    }
+  }
+
+  #setLeader(leading: boolean): void {
+    this.#isLeader = leading;
+    this.#status?.set({ name: this.name }, leading ? 1 : 0);
   }
 
   /** True while this candidate holds the lease. */
@@ -107,7 +135,7 @@ export class LeaderElector {
         if (this.#release) await this.#releaseLease();
         break;
       }
-      this.#isLeader = true;
+      this.#setLeader(true);
       this.log.info(0, 'successfully acquired lease', { lease: `${this.namespace}/${this.name}` });
       const leading = new AbortController();
       const onAbort = () => leading.abort();
@@ -120,7 +148,7 @@ export class LeaderElector {
       leading.abort();
       await work;
       signal.removeEventListener('abort', onAbort);
-      this.#isLeader = false;
+      this.#setLeader(false);
       if (signal.aborted) {
         if (this.#release) await this.#releaseLease();
         break;

@@ -1,5 +1,6 @@
 // client-go workqueue metrics (component-base `workqueue_*` names and buckets) on prom-client.
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { restartCounter } from '../kube/restart-metric.js';
 import { promClient } from '../peers.js';
 
 /** What a queue reports; one instance per registry, labelled by queue name. */
@@ -120,3 +121,16 @@ export class WorkqueueMetrics implements QueueMetricsProvider {
 }
 
 export const noopQueueMetrics: QueueMetrics = { add() {}, get() {}, done() {}, retry() {}, discard() {} };
+
+/** Name of the counter of the controller's watch restarts. */
+export const WATCH_RESTARTS_TOTAL = 'kubenode_servicecidr_controller_watch_restarts_total';
+
+/** Registers the controller's watch restart counter, read from `restarts()` at scrape time. */
+export function watchRestartsMetric(registry: Registry, restarts: () => number): void {
+  restartCounter(
+    registry,
+    WATCH_RESTARTS_TOTAL,
+    'Restarts of failed ServiceCIDR and IPAddress watches of the ServiceCIDRs controller',
+    restarts,
+  );
+}

@@ -1,0 +1,88 @@
+// Who may read the controller's /metrics, decided by the API server as kube-controller-manager's
+// delegated authentication and authorization do: the bearer token goes to a TokenReview, the
+// user it names to a SubjectAccessReview for the non-resource URL and verb. Decisions are kept
+// for ttlMs (10 s, the delegating authenticator's and authorizer's default), keyed by a hash
+// of the token, in a bounded map, so a scrape every few seconds costs the API server nothing
+// and a flood of made-up tokens cannot grow the heap.
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { clientNode } from '../peers.js';
+import type { Logger } from '../servicecidr/logger.js';
+import { describeError } from './api-error.js';
+import type { MetricsAuthorizer } from './health.js';
+
+export interface DelegatedAuthOptions {
+  /** How long a decision is reused (default 10 s). */
+  ttlMs?: number;
+  /** Most decisions kept (default 1024); the oldest goes first. */
+  maxEntries?: number;
+  /** Where a failed review is logged (the request is refused with 500). */
+  log?: Logger;
+}
+
+type Decision = { status: 200 | 401 | 403; reason?: string };
+
+/** A `MetricsAuthorizer` asking the API server of `kc` about `GET <path>`. */
+export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}): MetricsAuthorizer {
+  const ttl = o.ttlMs ?? 10_000;
+  const max = o.maxEntries ?? 1024;
+  const { AuthenticationV1Api, AuthorizationV1Api } = clientNode();
+  const authn = kc.makeApiClient(AuthenticationV1Api);
+  const authz = kc.makeApiClient(AuthorizationV1Api);
+  const cache = new Map<string, { until: number; decision: Decision }>();
+
+  async function decide(token: string, path: string, verb: string): Promise<Decision> {
+    let review: Awaited<ReturnType<typeof authn.createTokenReview>>;
+    try {
+      review = await authn.createTokenReview({ body: { spec: { token } } });
+    } catch (e) {
+      // The API server's wording; the error itself (an HTTP 403 for a missing grant) as `err`.
+      o.log?.error('Unable to authenticate the request due to an error', e);
+      throw new Error(`TokenReview failed: ${describeError(e)}`);
+    }
+    const user = review.status?.user;
+    if (!review.status?.authenticated || !user) return { status: 401, reason: 'Unauthorized' };
+    let sar: Awaited<ReturnType<typeof authz.createSubjectAccessReview>>;
+    try {
+      sar = await authz.createSubjectAccessReview({
+        body: {
+          spec: {
+            user: user.username,
+            ...(user.uid ? { uid: user.uid } : {}),
+            ...(user.groups ? { groups: user.groups } : {}),
+            ...(user.extra ? { extra: user.extra } : {}),
+            nonResourceAttributes: { path, verb },
+          },
+        },
+      });
+    } catch (e) {
+      o.log?.error('Unable to authorize the request due to an error', e);
+      throw new Error(`SubjectAccessReview failed: ${describeError(e)}`);
+    }
+    if (sar.status?.allowed) return { status: 200 };
+    // The API server's wording for a refused non-resource request.
+    const why = sar.status?.reason ? `: ${sar.status.reason}` : '';
+    return {
+      status: 403,
+      reason: `forbidden: User ${JSON.stringify(user.username ?? '')} cannot ${verb} path ${JSON.stringify(path)}${why}`,
+    };
+  }
+
+  return async (req: IncomingMessage) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m) return { status: 401, reason: 'Unauthorized' };
+    const token = m[1] as string;
+    const path = (req.url ?? '/').split('?')[0] as string;
+    const verb = 'get';
+    const key = createHash('sha256').update(`${verb} ${path} `).update(token).digest('base64');
+    const now = performance.now();
+    const hit = cache.get(key);
+    if (hit && hit.until > now) return hit.decision;
+    const decision = await decide(token, path, verb);
+    cache.delete(key);
+    cache.set(key, { until: now + ttl, decision });
+    while (cache.size > max) cache.delete(cache.keys().next().value as string);
+    return decision;
+  };
+}
