@@ -80,13 +80,18 @@ export async function measureJs(
   return m;
 }
 
-/** Path of a Go peer binary, building it (cached) with benches/peers/prepare.sh. */
-export function goPeerBinary(target: string): string {
-  const dir = process.env.KUBENODE_PEERS_BIN ?? join(repoRoot, '.cache', 'peers', 'bin');
-  const r = spawnSync('bash', [join(repoRoot, 'benches', 'peers', 'prepare.sh'), target], {
-    stdio: ['ignore', 'inherit', 'inherit'],
+/**
+ * Path of a Go peer binary, building it (cached) with benches/peers/prepare.sh: from the reference
+ * release of benches/peers/go.mod, or from an older `release` (e.g. `1.36.3`) kept buildable there.
+ */
+export function goPeerBinary(target: string, release?: string): string {
+  const args = [...(release ? ['--release', release] : []), target];
+  const r = spawnSync('bash', [join(repoRoot, 'benches', 'peers', 'prepare.sh'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
   });
-  const bin = join(dir, target);
+  // prepare.sh prints the path of each binary it was asked for.
+  const bin = r.stdout?.trim().split('\n').find((l) => l.endsWith(`/${target}`)) ?? '';
   if (r.status !== 0 || !existsSync(bin)) {
     throw new Error(`could not build Go peer ${target} (prepare.sh exit ${r.status})`);
   }
