@@ -62,7 +62,9 @@ impl Manager {
     pub fn open(pods_dir: impl Into<PathBuf>, config: Config, opts: Options) -> Result<Self> {
         let pods_dir = pods_dir.into();
         let layout = config.layout()?;
-        let pods = fsio::PodsDir::open(&pods_dir, opts.lock)?;
+        // Upstream's first step on disk is the listing, whose errors it wraps so.
+        let pods = fsio::PodsDir::open(&pods_dir, opts.lock)
+            .map_err(|e| e.wrap("read pods from disk"))?;
         let lock = match (&pods, opts.lock) {
             (Some(p), true) => Some(p.lock()?),
             _ => None,
