@@ -71,6 +71,9 @@ pub struct Layout {
     pub off: u32,
     /// The pool's length divided by the IDs per pod: the number of slots.
     pub slots: u32,
+    /// Slots that can be handed out: all but the one whose range holds ID 4294967295
+    /// ([`Layout::reserved_slot`]).
+    pub usable_slots: u32,
 }
 
 impl Config {
@@ -116,13 +119,15 @@ impl Config {
                 ID_SPACE - 1
             ));
         }
-        let layout = Layout {
+        let mut layout = Layout {
             ids_per_pod: l,
             off: s / l,
             slots: n / l,
+            usable_slots: n / l,
         };
+        layout.usable_slots -= u32::from(layout.reserved_slot().is_some());
         // Not in upstream, which counts the range with ID 4294967295 as usable.
-        if layout.usable_slots() < self.max_pods {
+        if layout.usable_slots < self.max_pods {
             return bad(format!(
                 "kubelet user assigned IDs are not enough to support {} pods: the range with ID {UNMAPPABLE_ID} is never handed out",
                 self.max_pods
@@ -152,11 +157,6 @@ impl Layout {
     pub fn reserved_slot(&self) -> Option<u32> {
         let end = (u64::from(self.off) + u64::from(self.slots)) * u64::from(self.ids_per_pod);
         (self.slots > 0 && end == ID_SPACE).then(|| self.slots - 1)
-    }
-
-    /// Slots that can be handed out: all but the reserved one.
-    pub fn usable_slots(&self) -> u32 {
-        self.slots - u32::from(self.reserved_slot().is_some())
     }
 
     /// Slot of a host ID (`int(id / L) - off`), or `None` outside `[0, slots)`.
@@ -235,7 +235,7 @@ mod tests {
         };
         let l = c.layout().unwrap();
         assert_eq!(
-            (l.slots, l.usable_slots(), l.reserved_slot()),
+            (l.slots, l.usable_slots, l.reserved_slot()),
             (65535, 65534, Some(65534))
         );
         assert_eq!(l.first_id(65534), Some(UNMAPPABLE_ID - (UNIT_LENGTH - 1)));
@@ -246,7 +246,7 @@ mod tests {
         }
         .layout()
         .unwrap();
-        assert_eq!((l.usable_slots(), l.reserved_slot()), (2000, None));
+        assert_eq!((l.usable_slots, l.reserved_slot()), (2000, None));
     }
 
     proptest! {

@@ -83,7 +83,7 @@ pub fn check_pool(pods_dir: &Path, config: Config) -> Result<PoolCheck> {
     Ok(PoolCheck {
         fits: misfits.is_empty(),
         pods: u32::try_from(listed.len()).unwrap_or(u32::MAX),
-        usable_slots: layout.usable_slots(),
+        usable_slots: layout.usable_slots,
         misfits,
     })
 }
