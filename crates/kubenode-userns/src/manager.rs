@@ -63,8 +63,8 @@ impl Manager {
         let pods_dir = pods_dir.into();
         let layout = config.layout()?;
         // Upstream's first step on disk is the listing, whose errors it wraps so.
-        let pods = fsio::PodsDir::open(&pods_dir, opts.lock)
-            .map_err(|e| e.wrap("read pods from disk"))?;
+        let pods =
+            fsio::PodsDir::open(&pods_dir, opts.lock).map_err(|e| e.wrap("read pods from disk"))?;
         let lock = match (&pods, opts.lock) {
             (Some(p), true) => Some(p.lock()?),
             _ => None,
