@@ -34,6 +34,17 @@ describe('Go peers release', () => {
     expect(version).toMatchObject({ gitVersion: 'v1.37.2', major: '1', minor: '37' });
   }, 600_000);
 
+  it('startApiServer({ release: "1.36.3" }) runs the older release: /version reports v1.36.3', async () => {
+    const old = await startApiServer({ release: '1.36.3' });
+    try {
+      const { VersionApi } = await import('@kubernetes/client-node');
+      const version = (await old.kubeConfig.makeApiClient(VersionApi).getCode()) as { gitVersion: string };
+      expect(version.gitVersion).toBe('v1.36.3');
+    } finally {
+      await old.stop();
+    }
+  }, 3_600_000);
+
   it('prepare.sh --release refuses a release without module files, naming the command that adds it', () => {
     const r = spawnSync('bash', [path.join(peers, 'prepare.sh'), '--release', '1.35.0', 'etcd'], {
       encoding: 'utf8',
