@@ -19,6 +19,7 @@ import {
   goPeerBinary,
   type Measurement,
   measureJs,
+  peersVersions,
   repoRoot,
   runGoPeer,
   speedup,
@@ -335,6 +336,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
     const k = row('kubenode');
     const g = row('go-upstream');
     const u = row(UNLIMITED);
+    const peers = peersVersions();
     const kinds = (peer: string) => {
       const last = of(peer).at(-1);
       return [...(last?.requests.byKind ?? [])]
@@ -346,13 +348,13 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
       `| controller | all finalized and Ready | all deleted (10 s grace) | API requests | peak RSS |`,
       '|---|---:|---:|---:|---:|',
       `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB |`,
-      `| go-upstream (kube-controller-manager v1.36.3) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB |`,
+      `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB |`,
       `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} |`,
       `| go-upstream, \`--kube-api-qps=1000 --kube-api-burst=1000\` | ${(u.ready / 1000).toFixed(2)} s | ${(u.del / 1000).toFixed(2)} s | ${u.req} | ${u.rss.toFixed(1)} MiB |`,
       `| ratio (upstream with the raised limit / kubenode) | ${fmtRatio(u.ready / k.ready)} | ${fmtRatio(u.del / k.del)} | ${fmtRatio(u.req / k.req)} | ${fmtRatio(u.rss / k.rss)} |`,
       '',
       `Medians of ${rounds} rounds per controller (order rotating), ${n} ServiceCIDRs each round, one kube-apiserver`,
-      'v1.36.3 + etcd 3.6.8 on loopback shared by both. Each controller runs as its own process with 5 workers; its',
+      `${peers.kubernetes} + etcd ${peers.etcd} on loopback shared by both. Each controller runs as its own process with 5 workers; its`,
       'time starts at process spawn (start-up and informer list included) and ends at the last watch event showing',
       'the finalizer and Ready=True (resp. the last DELETED event, timed from the first delete). Requests are the',
       "API server's audit events (one per audit ID) between spawn and exit, less the clients' deletes; RSS is",

@@ -6,7 +6,7 @@ import { startApiServer } from '../test/support/apiserver.js';
 import { Api, pod } from '../test/sysctl/support/admission.js';
 import { runDifferential } from '../test/sysctl/support/differential.js';
 import { sysctl } from '../ts/index.js';
-import { type BenchContext, repoRoot } from './lib/harness.js';
+import { type BenchContext, peersVersions, repoRoot } from './lib/harness.js';
 
 function pct(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
@@ -82,7 +82,7 @@ export async function run(ctx: BenchContext): Promise<string> {
           `| ${name} | ${l.length} | ${pct(l, 0.5).toFixed(2)} ms | ${pct(l, 0.99).toFixed(2)} ms |`,
       ),
       '',
-      'One kube-apiserver v1.36.3 + etcd on loopback; one request in flight (keep-alive HTTPS, bearer token), 100 warm-up',
+      `One kube-apiserver ${peersVersions().kubernetes} + etcd on loopback; one request in flight (keep-alive HTTPS, bearer token), 100 warm-up`,
       'requests per row. The policy is examples/sysctl-policy.yaml (net.core.somaxconn within 128–4096 in namespaces',
       'labelled tier=web, all workload kinds); the pod sets net.core.somaxconn to 1024 (allowed) or 8192 (denied). The',
       'three "interleaved" rows take turns request by request, so machine load affects them alike; compare those.',

@@ -1,7 +1,7 @@
 // Shared benchmark plumbing: time JS code with tinybench, run the upstream Go peers from
 // benches/peers, and render medians with ratios against peers measured in the same run.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Bench } from 'tinybench';
@@ -80,13 +80,30 @@ export async function measureJs(
   return m;
 }
 
-/** Path of a Go peer binary, building it (cached) with benches/peers/prepare.sh. */
-export function goPeerBinary(target: string): string {
-  const dir = process.env.KUBENODE_PEERS_BIN ?? join(repoRoot, '.cache', 'peers', 'bin');
-  const r = spawnSync('bash', [join(repoRoot, 'benches', 'peers', 'prepare.sh'), target], {
-    stdio: ['ignore', 'inherit', 'inherit'],
+/** The reference Kubernetes release and its etcd, as benches/peers/go.mod pins them. */
+export function peersVersions(): { kubernetes: string; etcd: string } {
+  const mod = readFileSync(join(repoRoot, 'benches', 'peers', 'go.mod'), 'utf8');
+  const pin = (m: string) =>
+    new RegExp(`^\\s*${m.replaceAll('.', '\\.')} (v[0-9][^\\s]*)`, 'm').exec(mod)?.[1] ?? '?';
+  return { kubernetes: pin('k8s.io/kubernetes'), etcd: pin('go.etcd.io/etcd/server/v3').replace(/^v/, '') };
+}
+
+/**
+ * Path of a Go peer binary, building it (cached) with benches/peers/prepare.sh: from the reference
+ * release of benches/peers/go.mod, or from an older `release` (e.g. `1.36.3`) kept buildable there.
+ */
+export function goPeerBinary(target: string, release?: string): string {
+  const args = [...(release ? ['--release', release] : []), target];
+  const r = spawnSync('bash', [join(repoRoot, 'benches', 'peers', 'prepare.sh'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
   });
-  const bin = join(dir, target);
+  // prepare.sh prints the path of each binary it was asked for.
+  const bin =
+    r.stdout
+      ?.trim()
+      .split('\n')
+      .find((l) => l.endsWith(`/${target}`)) ?? '';
   if (r.status !== 0 || !existsSync(bin)) {
     throw new Error(`could not build Go peer ${target} (prepare.sh exit ${r.status})`);
   }

@@ -3,12 +3,17 @@
 # cache folder outside git tracking.
 #
 # Usage:
-#   benches/peers/prepare.sh [--force] [target ...]
+#   benches/peers/prepare.sh [--force] [--release V] [target ...]
 #
 # Targets: bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench
 #          kube-apiserver kube-controller-manager etcd all   (default: all)
 #
 # Output folder: ${KUBENODE_PEERS_BIN:-<repo>/.cache/peers/bin}
+#
+# --release V builds from Kubernetes V (e.g. 1.36.3) instead of the reference
+# release of go.mod: with `go build -modfile=go.V.mod` (written by
+# update-deps.sh) into the subfolder vV of the output folder. Naming the
+# reference release is the same as leaving the option out.
 #
 # A target is rebuilt only when its binary is missing or older than go.mod,
 # go.sum, this script, or one of the target's own sources (cmd/<target>/ and,
@@ -32,14 +37,23 @@ servers=(kube-apiserver kube-controller-manager etcd)
 all=("${benches[@]}" "${servers[@]}")
 
 die() { echo "prepare: error: $*" >&2; exit 1; }
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 
 force=0
+release=
 targets=()
+want_release=0
 for a in "$@"; do
+	if [ "$want_release" = 1 ]; then
+		release=$a
+		want_release=0
+		continue
+	fi
 	case "$a" in
 	-h | --help) usage; exit 0 ;;
 	-f | --force) force=1 ;;
+	--release) want_release=1 ;;
+	--release=*) release=${a#--release=} ;;
 	all) targets+=("${all[@]}") ;;
 	-*) die "unknown option '$a' (see --help)" ;;
 	*)
@@ -50,6 +64,7 @@ for a in "$@"; do
 		;;
 	esac
 done
+[ "$want_release" = 0 ] || die "--release needs a version, e.g. --release 1.36.3"
 [ "${#targets[@]}" -gt 0 ] || targets=("${all[@]}")
 # de-duplicate, keep order
 mapfile -t targets < <(printf '%s\n' "${targets[@]}" | awk '!seen[$0]++')
@@ -58,6 +73,27 @@ GO=${GO:-$(command -v go || true)}
 [ -n "$GO" ] || GO=/usr/local/go/bin/go
 [ -x "$GO" ] || die "no Go toolchain found (install Go >= 1.26 or set GO=/path/to/go)"
 export GOTOOLCHAIN=local CGO_ENABLED=0
+
+# The module files of the release: go.mod/go.sum for the reference one,
+# go.V.mod/go.V.sum (one -modfile) for an older one, built into their own folder.
+modfile=$here/go.mod
+sumfile=$here/go.sum
+modflag=()
+if [ -n "$release" ]; then
+	release=${release#v}
+	[[ $release =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "--release must look like 1.N.M (got '$release')"
+	ref=$(sed -n 's/^[[:space:]]*k8s\.io\/kubernetes v\([0-9][0-9.]*\).*/\1/p' "$modfile" | head -n1)
+	if [ "$release" != "$ref" ]; then
+		modfile=$here/go.$release.mod
+		sumfile=$here/go.$release.sum
+		if [ ! -f "$modfile" ]; then
+			known=$(cd "$here" && ls go.*.mod 2>/dev/null | sed 's/^go\.//; s/\.mod$//' | paste -sd' ')
+			die "no module files for Kubernetes v$release (reference: v$ref; older releases: ${known:-none}); add it with benches/peers/update-deps.sh $ref ${known:+$known }$release"
+		fi
+		modflag=("-modfile=$modfile")
+		bin=$bin/v$release
+	fi
+fi
 
 mkdir -p "$bin" || die "cannot create output folder $bin"
 bin=$(cd "$bin" && pwd)
@@ -76,13 +112,13 @@ up_to_date() {
 	[ -x "$out" ] || return 1
 	dirs=("$here/cmd/$t")
 	is_bench "$t" && dirs+=("$here/internal")
-	[ -z "$(find "$here/go.mod" "$here/go.sum" "$here/prepare.sh" "${dirs[@]}" -newer "$out" -print -quit)" ]
+	[ -z "$(find "$modfile" "$sumfile" "$here/prepare.sh" "${dirs[@]}" -newer "$out" -print -quit)" ]
 }
 
 kv=
 k8s_version() { # version of k8s.io/kubernetes selected by go.mod
-	[ -n "$kv" ] || kv=$(cd "$here" && "$GO" list -m -f '{{.Version}}' k8s.io/kubernetes) ||
-		die "cannot resolve k8s.io/kubernetes from $here/go.mod (try benches/peers/update-deps.sh)"
+	[ -n "$kv" ] || kv=$(cd "$here" && "$GO" list "${modflag[@]}" -m -f '{{.Version}}' k8s.io/kubernetes) ||
+		die "cannot resolve k8s.io/kubernetes from $modfile (try benches/peers/update-deps.sh)"
 	echo "$kv"
 }
 
@@ -99,7 +135,7 @@ build() {
 	fi
 	echo "prepare: building $t ..." >&2
 	start=$(date +%s)
-	if ! (cd "$here" && "$GO" build -trimpath -ldflags="$ldflags" -o "$out.tmp.$$" "./cmd/$t"); then
+	if ! (cd "$here" && "$GO" build "${modflag[@]}" -trimpath -ldflags="$ldflags" -o "$out.tmp.$$" "./cmd/$t"); then
 		rm -f "$out.tmp.$$"
 		die "go build of $t failed (module: $here; if go.mod needs updates run benches/peers/update-deps.sh)"
 	fi

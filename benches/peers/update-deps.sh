@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# update-deps.sh — regenerate go.mod and go.sum of the Go peer harness from
-# scratch for one Kubernetes release.
+# update-deps.sh — regenerate the module files of the Go peer harness from
+# scratch: go.mod/go.sum for the reference Kubernetes release, and
+# go.<OV>.mod/go.<OV>.sum for each older release kept buildable (used with
+# `go build -modfile=go.<OV>.mod`, see prepare.sh --release).
 #
 # Usage:
-#   benches/peers/update-deps.sh [KV]
+#   benches/peers/update-deps.sh [KV [OV ...]]
 #
-#   KV   Kubernetes version, e.g. 1.36.3 or v1.36.3. Defaults to the version
-#        of k8s.io/kubernetes currently required by go.mod.
+#   KV   reference Kubernetes version, e.g. 1.37.2 or v1.37.2 -> go.mod/go.sum.
+#        Default: the version of k8s.io/kubernetes currently required by go.mod.
+#   OV   an older release to keep buildable, e.g. 1.36.3 -> go.1.36.3.mod/.sum.
+#        Default (no KV given, or KV alone): the releases of the go.*.mod files
+#        already in this folder. Module files of releases not named are removed
+#        when OV is given.
 #
-# What it does (see README.md for the reasons):
+# What it does for each release (see README.md for the reasons):
 #   1. downloads k8s.io/kubernetes@vKV's go.mod and reads its staging modules
 #      (the lines `k8s.io/X => ./staging/src/k8s.io/X`) and its `go` version;
 #   2. writes a fresh go.mod: module kubenode.dev/peers, that `go` version, and
@@ -18,9 +24,9 @@
 #   4. runs `go mod tidy` over the packages under cmd/ and internal/, then
 #      checks that tidy kept both pinned versions.
 #
-# The result depends only on KV and on the sources in this folder, so running
-# it twice gives the same go.mod/go.sum. On failure the previous go.mod/go.sum
-# are restored.
+# The result depends only on the versions and on the sources in this folder,
+# so running it twice gives the same files. On failure every previous module
+# file is restored.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,15 +38,33 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 
 die() { echo "update-deps: $*" >&2; exit 1; }
 
+version_of() { # k8s.io/kubernetes version required by a module file
+	sed -n 's/^[[:space:]]*k8s\.io\/kubernetes v\([0-9][0-9.]*\).*/\1/p' "$1" | head -n1
+}
+check_version() {
+	local v=${1#v}
+	[[ $v =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "version must look like 1.N.M (got '$1')"
+	echo "$v"
+}
+
 KV=${1:-}
 if [ -z "$KV" ]; then
-	[ -f go.mod ] || die "no go.mod and no version given; usage: $0 1.36.3"
-	KV=$(sed -n 's/^[[:space:]]*k8s\.io\/kubernetes v\([0-9][0-9.]*\).*/\1/p' go.mod | head -n1)
-	[ -n "$KV" ] || die "cannot read the k8s.io/kubernetes version from go.mod; pass it: $0 1.36.3"
+	[ -f go.mod ] || die "no go.mod and no version given; usage: $0 1.37.2 [1.36.3]"
+	KV=$(version_of go.mod)
+	[ -n "$KV" ] || die "cannot read the k8s.io/kubernetes version from go.mod; pass it: $0 1.37.2"
 fi
-KV=${KV#v}
-[[ $KV =~ ^1\.([0-9]+)\.([0-9]+)$ ]] || die "version must look like 1.N.M (got '$KV')"
-SV=0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+KV=$(check_version "$KV") || exit 1
+older=()
+if [ $# -gt 1 ]; then
+	for v in "${@:2}"; do older+=("$(check_version "$v")") || exit 1; done
+else
+	for f in go.*.mod; do
+		[ -f "$f" ] || continue
+		v=${f#go.}; v=${v%.mod}
+		[ "$v" = "$KV" ] || older+=("$(check_version "$v")") || exit 1
+	done
+fi
+for v in "${older[@]}"; do [ "$v" != "$KV" ] || die "v$v is the reference release; list only older ones"; done
 
 modfile() { # print the path of the downloaded go.mod of module@version
 	local out
@@ -50,62 +74,79 @@ modfile() { # print the path of the downloaded go.mod of module@version
 	echo "$out" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p'
 }
 
-echo "update-deps: k8s.io/kubernetes v$KV, staging modules v$SV"
-kmod=$(modfile "k8s.io/kubernetes@v$KV") || exit 1
-[ -s "$kmod" ] || die "k8s.io/kubernetes@v$KV not found on the module proxy"
-amod=$(modfile "k8s.io/apiserver@v$SV") || exit 1
-[ -s "$amod" ] || die "k8s.io/apiserver@v$SV not found on the module proxy"
-
-gover=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$kmod" | head -n1)
-[ -n "$gover" ] || die "no go directive in k8s.io/kubernetes go.mod"
-mapfile -t staging < <(sed -n 's|^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*|\1|p' "$kmod" | sort -u)
-[ "${#staging[@]}" -gt 0 ] || die "no staging replace lines found in $kmod"
-EV=$(sed -n 's|^[[:space:]]*go\.etcd\.io/etcd/server/v3 \(v[^ ]*\).*|\1|p' "$amod" | head -n1)
-[ -n "$EV" ] || die "k8s.io/apiserver@v$SV does not require go.etcd.io/etcd/server/v3"
-echo "update-deps: go $gover, etcd $EV, ${#staging[@]} staging modules"
-
+# Every module file as it was, restored on failure.
 backup=$(mktemp -d)
-cp -p go.mod go.sum "$backup"/ 2>/dev/null || true
+cp -p go.mod go.sum go.*.mod go.*.sum "$backup"/ 2>/dev/null || true
 done_ok=0
 finish() {
 	if [ "$done_ok" != 1 ]; then
-		echo "update-deps: failed; restoring the previous go.mod/go.sum" >&2
-		rm -f go.mod go.sum
-		cp "$backup"/go.mod "$backup"/go.sum . 2>/dev/null || true
+		echo "update-deps: failed; restoring the previous module files" >&2
+		rm -f go.mod go.sum go.*.mod go.*.sum
+		cp -p "$backup"/go.* . 2>/dev/null || true
 	fi
 	rm -rf "$backup"
 }
 trap finish EXIT
 
-rm -f go.mod go.sum
-{
-	echo "// Generated by update-deps.sh for Kubernetes v$KV; regenerate instead of editing."
-	echo "// The staging modules are pinned because k8s.io/kubernetes requires them at v0.0.0."
-	echo
-	echo "module kubenode.dev/peers"
-	echo
-	echo "go $gover"
-	echo
-	echo "replace ("
-	for m in "${staging[@]}"; do
-		printf '\t%s => %s v%s\n' "$m" "$m" "$SV"
-	done
-	echo ")"
-} >go.mod
-"$GO" mod edit -require="k8s.io/kubernetes@v$KV" -require="go.etcd.io/etcd/server/v3@$EV"
-"$GO" mod tidy
-"$GO" mod edit -toolchain=none
+# generate KV: writes go.mod/go.sum for k8s.io/kubernetes vKV.
+generate() {
+	local KV=$1 SV kmod amod gover staging EV got_k got_e m
+	[[ $KV =~ ^1\.([0-9]+)\.([0-9]+)$ ]]
+	SV=0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+	echo "update-deps: k8s.io/kubernetes v$KV, staging modules v$SV"
+	kmod=$(modfile "k8s.io/kubernetes@v$KV") || exit 1
+	[ -s "$kmod" ] || die "k8s.io/kubernetes@v$KV not found on the module proxy"
+	amod=$(modfile "k8s.io/apiserver@v$SV") || exit 1
+	[ -s "$amod" ] || die "k8s.io/apiserver@v$SV not found on the module proxy"
 
-# tidy may only raise versions; make sure it kept the pins.
-got_k=$("$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)
-got_e=$("$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
-[ "$got_k" = "v$KV" ] || die "k8s.io/kubernetes resolved to $got_k, wanted v$KV"
-[ "$got_e" = "$EV" ] || die "go.etcd.io/etcd/server/v3 resolved to $got_e, wanted $EV"
+	gover=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$kmod" | head -n1)
+	[ -n "$gover" ] || die "no go directive in k8s.io/kubernetes go.mod"
+	mapfile -t staging < <(sed -n 's|^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/.*|\1|p' "$kmod" | sort -u)
+	[ "${#staging[@]}" -gt 0 ] || die "no staging replace lines found in $kmod"
+	EV=$(sed -n 's|^[[:space:]]*go\.etcd\.io/etcd/server/v3 \(v[^ ]*\).*|\1|p' "$amod" | head -n1)
+	[ -n "$EV" ] || die "k8s.io/apiserver@v$SV does not require go.etcd.io/etcd/server/v3"
+	echo "update-deps: go $gover, etcd $EV, ${#staging[@]} staging modules"
+
+	rm -f go.mod go.sum
+	{
+		echo "// Generated by update-deps.sh for Kubernetes v$KV; regenerate instead of editing."
+		echo "// The staging modules are pinned because k8s.io/kubernetes requires them at v0.0.0."
+		echo
+		echo "module kubenode.dev/peers"
+		echo
+		echo "go $gover"
+		echo
+		echo "replace ("
+		for m in "${staging[@]}"; do
+			printf '\t%s => %s v%s\n' "$m" "$m" "$SV"
+		done
+		echo ")"
+	} >go.mod
+	"$GO" mod edit -require="k8s.io/kubernetes@v$KV" -require="go.etcd.io/etcd/server/v3@$EV"
+	"$GO" mod tidy
+	"$GO" mod edit -toolchain=none
+
+	# tidy may only raise versions; make sure it kept the pins.
+	got_k=$("$GO" list -m -f '{{.Version}}' k8s.io/kubernetes)
+	got_e=$("$GO" list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
+	[ "$got_k" = "v$KV" ] || die "k8s.io/kubernetes resolved to $got_k, wanted v$KV"
+	[ "$got_e" = "$EV" ] || die "go.etcd.io/etcd/server/v3 resolved to $got_e, wanted $EV"
+	echo "update-deps: k8s.io/kubernetes $got_k, go.etcd.io/etcd/server/v3 $got_e"
+}
+
+# Older releases first, each generated as go.mod and moved aside; the reference last.
+rm -f go.*.mod go.*.sum
+for v in "${older[@]}"; do
+	generate "$v"
+	mv go.mod "go.$v.mod"
+	mv go.sum "go.$v.sum"
+done
+generate "$KV"
 
 # Keep the old timestamps when nothing changed, so prepare.sh does not
 # rebuild every binary after a no-op run.
-for f in go.mod go.sum; do
-	if cmp -s "$backup/$f" "$f"; then cp -p "$backup/$f" "$f"; fi
+for f in go.mod go.sum go.*.mod go.*.sum; do
+	if [ -f "$f" ] && cmp -s "$backup/$f" "$f"; then cp -p "$backup/$f" "$f"; fi
 done
 done_ok=1
-echo "update-deps: wrote go.mod/go.sum (k8s.io/kubernetes $got_k, go.etcd.io/etcd/server/v3 $got_e)"
+echo "update-deps: wrote go.mod/go.sum (v$KV)${older[*]:+ and the module files of v${older[*]}}"

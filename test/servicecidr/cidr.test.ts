@@ -197,3 +197,56 @@ describe('typed errors', () => {
     expect(make).toThrow(/leaseDuration > renewDeadline > retryPeriod > 0/);
   });
 });
+
+// Upstream's TestController_ipToCidrs and TestController_cidrToCidrs tables
+// (pkg/controller/servicecidrs, v1.37.2; the same in v1.36.3): the ServiceCIDRs an IPAddress or a
+// ServiceCIDR concerns, through the same lookups the controller makes.
+describe('upstream servicecidrs_controller_test.go lookup tables', () => {
+  const mk = (name: string, v4: string, v6: string) => sc(name, ...[v4, v6].filter((c) => c !== ''));
+  const base = [mk('kubernetes', '192.168.0.0/24', '2001:db2::/64')];
+  const unrelated = [mk('unrelated', '10.0.0.0/24', ''), mk('unrelated2', '10.0.0.0/16', '')];
+  const three = [
+    ...base,
+    mk('overlapping', '192.168.0.0/24', '2001:db2::/64'),
+    mk('overlapping2', '192.168.0.0/26', '2001:db2::/96'),
+    ...unrelated,
+  ];
+  const twoEqual = [...base, mk('overlapping', '192.168.0.0/24', '2001:db2::/96'), ...unrelated];
+
+  it.each([
+    ['empty', [], '192.168.0.23', []],
+    ['one CIDR', [...base, ...unrelated], '192.168.0.23', ['kubernetes']],
+    ['two equal CIDR', twoEqual, '192.168.0.23', ['kubernetes', 'overlapping']],
+    [
+      'three CIDR - two same and one larger',
+      three,
+      '192.168.0.23',
+      ['kubernetes', 'overlapping', 'overlapping2'],
+    ],
+    ['three CIDR - IPv4 subnet address', three, '192.168.0.0', []],
+    ['three CIDR - IPv4 broadcast address', three, '192.168.0.63', ['kubernetes', 'overlapping']],
+    ['three CIDR - IPv6 subnet address', three, '2001:db2::', []],
+    [
+      'three CIDR - IPv6 broadcast address',
+      three,
+      '2001:0db2::ffff:ffff:ffff:ffff',
+      ['kubernetes', 'overlapping'],
+    ],
+  ] as const)('ipToCidrs: %s', (_name, list, ip, want) => {
+    expect(names(servicecidr.containsAddress([...list], ip))).toEqual([...want].sort());
+  });
+
+  it.each([
+    ['empty', [], []],
+    ['one CIDR', [...base, ...unrelated], ['kubernetes']],
+    ['two equal CIDR', twoEqual, ['kubernetes', 'overlapping']],
+    ['three CIDR - two same and one larger', three, ['kubernetes', 'overlapping', 'overlapping2']],
+  ] as const)('cidrToCidrs: %s', (_name, list, want) => {
+    // The union over the ServiceCIDR's prefixes, as overlappingServiceCIDRs collects it.
+    const got = new Set<string>();
+    for (const prefix of ['192.168.0.0/24', '2001:db2::/64']) {
+      for (const o of servicecidr.overlapsPrefix([...list], prefix)) got.add(o.metadata.name);
+    }
+    expect([...got].sort()).toEqual([...want].sort());
+  });
+});

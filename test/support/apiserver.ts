@@ -6,7 +6,8 @@
 //   await api.stop();                          // kills both, removes the temp dir
 //
 // Binaries come from `benches/peers/prepare.sh kube-apiserver etcd` (Go modules pinned in
-// benches/peers/go.mod, output in .cache/peers/bin). The first build on a fresh machine downloads
+// benches/peers/go.mod, the reference release, output in .cache/peers/bin or $KUBENODE_PEERS_BIN);
+// `{ release: '1.36.3' }` starts an older release kept buildable there (prepare.sh --release). The first build on a fresh machine downloads
 // the module graph and compiles kube-apiserver: expect 5–15 minutes on 2 cores; later runs reuse
 // the binaries (seconds). Everything listens on loopback ports picked at random; certificates
 // and the bearer token are generated per instance with openssl. Set KUBENODE_APISERVER_LOGS=1
@@ -34,6 +35,11 @@ export interface ApiServerOptions {
   authorizationMode?: string;
   /** Time allowed for /readyz after start (default 120 s). */
   readyTimeoutMs?: number;
+  /**
+   * Kubernetes release to run, e.g. `1.36.3` (default: the reference release of
+   * benches/peers/go.mod). An older one needs its module files (benches/peers/update-deps.sh).
+   */
+  release?: string;
 }
 
 export interface ApiServer {
@@ -52,9 +58,10 @@ export interface ApiServer {
   kill(): Promise<void>;
 }
 
-/** Builds or reuses the binaries; returns their paths. */
-export function ensureBinaries(): { kubeApiserver: string; etcd: string } {
-  const r = spawnSync('bash', [join(repo, 'benches/peers/prepare.sh'), 'kube-apiserver', 'etcd'], {
+/** Builds or reuses the binaries of `release` (default: the reference one); returns their paths. */
+export function ensureBinaries(release?: string): { kubeApiserver: string; etcd: string } {
+  const args = [...(release ? ['--release', release] : []), 'kube-apiserver', 'etcd'];
+  const r = spawnSync('bash', [join(repo, 'benches/peers/prepare.sh'), ...args], {
     cwd: repo,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -62,7 +69,7 @@ export function ensureBinaries(): { kubeApiserver: string; etcd: string } {
   });
   if (r.status !== 0) {
     throw new Error(
-      `benches/peers/prepare.sh kube-apiserver etcd failed (status ${r.status}, ${r.error ?? ''})`,
+      `benches/peers/prepare.sh ${args.join(' ')} failed (status ${r.status}, ${r.error ?? ''})`,
     );
   }
   const lines = r.stdout.trim().split('\n');
@@ -182,7 +189,7 @@ function track(c: ChildProcess, dir: string): void {
 }
 
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
-  const bins = ensureBinaries();
+  const bins = ensureBinaries(options.release);
   const dir = mkdtempSync(join(tmpdir(), 'kubenode-apiserver-'));
   const token = randomBytes(16).toString('hex');
   const caFile = join(dir, 'tls.crt');

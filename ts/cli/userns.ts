@@ -1,13 +1,61 @@
-// `kubenode userns ls|verify`: read-only listing of a pods directory and the kernel check of a
-// pod's mapping.
+// `kubenode userns ls|verify|check`: read-only listing of a pods directory, the kernel check of
+// a pod's mapping, and the pre-flight check of a pool against the pods on disk.
 import type { Command } from 'commander';
 import { isKubenodeError } from '../errors.js';
-import { listPods, verifyMapping } from '../userns/index.js';
-import { addOutputOption, CliExit, out, outputFormat, printJson, warn } from './output.js';
+import { checkPool, listPods, type PoolCheck, verifyMapping } from '../userns/index.js';
+import {
+  addOutputOption,
+  badInput,
+  CliExit,
+  EXIT_FAILURE,
+  out,
+  outputFormat,
+  printJson,
+  warn,
+} from './output.js';
 
 function fail(e: unknown): never {
   warn((e as Error).message ?? String(e));
   throw new CliExit(isKubenodeError(e) ? 1 : 2);
+}
+
+/** A whole decimal number option (no sign, no exponent, at most 2^32 - 1 after the check). */
+function uintOption(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^[0-9]{1,10}$/.test(v) || Number(v) > 0xffffffff) {
+    badInput(`--${name} must be a whole number from 0 to 4294967295, got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
+}
+
+function table(rows: string[][]): void {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  for (const r of rows) {
+    const cells = r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)));
+    out(`${cells.join('  ').trimEnd()}\n`);
+  }
+}
+
+function printCheck(r: PoolCheck): void {
+  const last = r.pool.firstId + r.pool.length - 1;
+  out(
+    `pool ${r.pool.firstId}-${last} (${r.pool.length} IDs, ${r.pool.source}), idsPerPod ${r.idsPerPod}: ` +
+      `${r.usableSlots} ranges, maxPods ${r.maxPods}; ${r.pods} pods on disk with a range\n`,
+  );
+  if (r.fits) {
+    out('ok: every pod on disk fits\n');
+    return;
+  }
+  out(`${r.misfits.length} of ${r.pods} pods do not fit:\n`);
+  table([
+    ['POD', 'FIRST ID', 'LENGTH', 'REASON'],
+    ...r.misfits.map((m) => [
+      m.pod,
+      m.hostId === undefined ? '-' : String(m.hostId),
+      m.length === undefined ? '-' : String(m.length),
+      m.reason,
+    ]),
+  ]);
 }
 
 export function registerUserns(program: Command): void {
@@ -68,4 +116,46 @@ export function registerUserns(program: Command): void {
     }
     if (!r.ok) process.exitCode = 1;
   });
+
+  addOutputOption(
+    cmd
+      .command('check')
+      .requiredOption('--pods-dir <dir>', 'kubelet pods directory (<root>/pods)')
+      .option('--ids-per-pod <n>', 'userNamespaces.idsPerPod to check (default 65536)')
+      .option('--max-pods <n>', 'kubelet maxPods (default 110)')
+      .option(
+        '--first-id <n>',
+        "first host ID of the pool (with --length; default: the kubelet's, from getsubids or [idsPerPod, 2^32))",
+      )
+      .option('--length <n>', 'number of IDs in the pool (with --first-id)')
+      .description(
+        'pre-flight check: would every pod on disk keep its range with this pool and idsPerPod? Exit 1 names each pod that does not fit',
+      ),
+  ).action(
+    async (opts: {
+      podsDir: string;
+      idsPerPod?: string;
+      maxPods?: string;
+      firstId?: string;
+      length?: string;
+      output?: string;
+    }) => {
+      const format = outputFormat(opts);
+      const firstId = uintOption('first-id', opts.firstId);
+      const length = uintOption('length', opts.length);
+      if ((firstId === undefined) !== (length === undefined)) badInput('--first-id and --length go together');
+      const idsPerPod = uintOption('ids-per-pod', opts.idsPerPod);
+      const maxPods = uintOption('max-pods', opts.maxPods);
+      // Nothing was checked when the configuration or the directory is unusable: bad input.
+      const r = await checkPool({
+        podsDir: opts.podsDir,
+        ...(idsPerPod === undefined ? {} : { idsPerPod }),
+        ...(maxPods === undefined ? {} : { maxPods }),
+        ...(firstId === undefined || length === undefined ? {} : { mappings: { firstId, length } }),
+      }).catch((e: unknown) => badInput((e as Error).message ?? String(e)));
+      if (format === 'json') printJson(r);
+      else printCheck(r);
+      if (!r.fits) process.exitCode = EXIT_FAILURE;
+    },
+  );
 }

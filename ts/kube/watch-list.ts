@@ -1,7 +1,7 @@
 // Watch-list for client-node's ListWatch: the initial state comes over the watch itself
 // (`sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, ended by a bookmark annotated
 // `k8s.io/initial-events-end`), as client-go's reflector does when its WatchListClient gate is
-// on (kube-controller-manager v1.36's informers do). One request per informer instead of a
+// on (kube-controller-manager v1.36's and v1.37's informers do). One request per informer instead of a
 // LIST and a WATCH, and no list response held in memory at once.
 //
 // ListWatch calls `list()` and then `watch()` from the resourceVersion the list returned:

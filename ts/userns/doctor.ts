@@ -2,7 +2,7 @@
 // it fits at the default idsPerPod and maxPods.
 import type { DoctorCheck, DoctorSection } from '../doctor-types.js';
 import { layout } from './files.js';
-import { DEFAULT_IDS_PER_POD, DEFAULT_MAX_PODS } from './manager.js';
+import { DEFAULT_IDS_PER_POD, DEFAULT_MAX_PODS } from './pool-options.js';
 import { resolveKubeletMappings } from './subids.js';
 
 export async function usernsPoolSection(): Promise<DoctorSection> {
@@ -12,7 +12,7 @@ export async function usernsPoolSection(): Promise<DoctorSection> {
     const last = pool.firstId + pool.length - 1;
     const source =
       pool.source === 'getsubids' ? 'from getsubids kubelet' : 'default pool: no kubelet account';
-    let fit: { slots: number } | Error;
+    let fit: { slots: number; usableSlots: number } | Error;
     try {
       fit = layout(DEFAULT_IDS_PER_POD, pool.firstId, pool.length, DEFAULT_MAX_PODS);
     } catch (e) {
@@ -31,16 +31,16 @@ export async function usernsPoolSection(): Promise<DoctorSection> {
       checks.push({
         name: 'pods that fit',
         status: 'ok',
-        value: fit.slots,
+        value: fit.usableSlots,
         detail: `${DEFAULT_IDS_PER_POD} IDs per pod, maxPods ${DEFAULT_MAX_PODS}`,
       });
-      if (last >= 0xffffffff) {
+      if (fit.usableSlots < fit.slots) {
         checks.push({
           name: 'last range',
-          status: 'warn',
+          status: 'ok',
           value: `${last - DEFAULT_IDS_PER_POD + 1}-${last}`,
           detail:
-            'includes ID 4294967295, which the kernel cannot map; a pod given it never starts (kubernetes#139916)',
+            'reserved, never handed out: it includes ID 4294967295, which the kernel cannot map (upstream hands it out, kubernetes#139916)',
         });
       }
     }

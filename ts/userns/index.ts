@@ -1,6 +1,7 @@
 // User-namespace manager (kubelet pkg/kubelet/userns) with kubelet-compatible per-pod files.
 
 export type { UsernsVerifyReport } from '../binding.js';
+export { type CheckPoolOptions, checkPool, type Misfit, type PoolCheck } from './check.js';
 export { UsernsError, type UsernsErrorKind } from './errors.js';
 export { encodeFile, type Layout, type ListedPod, layout, listPods, parseFile } from './files.js';
 export {
@@ -16,6 +17,7 @@ export {
   UserNsManager,
   type UserNsManagerOptions,
 } from './manager.js';
+export type { PoolOptions } from './pool-options.js';
 export {
   accountExists,
   defaultPool,

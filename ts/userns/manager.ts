@@ -20,15 +20,18 @@ import {
   outcomeOrThrow,
 } from '../errors.js';
 import type { PodLike } from '../kube/types.js';
-import { native } from '../native.js';
 import { PodCalls } from './calls.js';
 import { UsernsError } from './errors.js';
-import { type IdPool, resolveKubeletMappings } from './subids.js';
+import {
+  DEFAULT_IDS_PER_POD,
+  DEFAULT_MAX_PODS,
+  type PoolOptions,
+  poolNumbers,
+  resolvePool,
+} from './pool-options.js';
+import type { IdPool } from './subids.js';
 
-/** Default `userNamespaces.idsPerPod`: IDs mapped per pod (upstream's `userNsLength`). */
-export const DEFAULT_IDS_PER_POD = 65536;
-/** Default kubelet `maxPods`. */
-export const DEFAULT_MAX_PODS = 110;
+export { DEFAULT_IDS_PER_POD, DEFAULT_MAX_PODS };
 /** Name of the Kubernetes feature gate user namespaces sit behind. */
 export const FEATURE_GATE = 'UserNamespacesSupport';
 
@@ -64,21 +67,10 @@ export type RunningPodLike =
 export type HandlerSupport = boolean | ((handler: string) => boolean | Promise<boolean>);
 
 /** Options of `UserNsManager.create`. */
-export interface UserNsManagerOptions {
+export interface UserNsManagerOptions extends PoolOptions {
   /** The kubelet pods directory (`<root>/pods`). */
   podsDir: string;
-  /** `userNamespaces.idsPerPod` (default 65536). */
-  idsPerPod?: number;
-  /** Kubelet `maxPods` (default 110). */
-  maxPods?: number;
-  /** The ID pool; resolved like the kubelet (getsubids / default pool) when omitted. */
-  mappings?: {
-    /** First host ID of the pool; a multiple of `idsPerPod`, at least `idsPerPod`. */
-    firstId: number;
-    /** Number of IDs in the pool; a multiple of `idsPerPod`, enough for `maxPods`. */
-    length: number;
-  };
-  /** `UserNamespacesSupport` (default true: GA and locked on in 1.36). */
+  /** `UserNamespacesSupport` (default true: GA and locked on since 1.36). */
   featureGateEnabled?: boolean;
   /** Whether the runtime handler supports user namespaces (default true). A function may
    * throw, as the kubelet's lookup does (`the handler "x" is not known`). */
@@ -163,13 +155,7 @@ export class UserNsManager {
     const podsDir = assertString('podsDir', options.podsDir);
     if (podsDir === '') throw new KubenodeTypeError('podsDir must not be empty');
     // Kubelet configuration validation runs before the manager exists.
-    const idsPerPod =
-      options.idsPerPod === undefined
-        ? DEFAULT_IDS_PER_POD
-        : callNative(() =>
-            native.usernsValidateIdsPerPod(assertInteger('idsPerPod', options.idsPerPod, -(2 ** 53))),
-          );
-    const maxPods = assertInteger('maxPods', options.maxPods ?? DEFAULT_MAX_PODS, 0, 0xffffffff);
+    const { idsPerPod, maxPods } = poolNumbers(options);
     const gate = options.featureGateEnabled ?? true;
     const handlerSupport = options.runtimeHandlerSupportsUserns ?? true;
     if (typeof handlerSupport !== 'boolean' && typeof handlerSupport !== 'function') {
@@ -178,28 +164,7 @@ export class UserNsManager {
     const base = { podsDir, idsPerPod, maxPods };
     if (!gate) return new UserNsManager(base, null, null, handlerSupport, null);
 
-    let pool: IdPool;
-    if (options.mappings !== undefined) {
-      const m = options.mappings;
-      if (m === null || typeof m !== 'object')
-        throw new KubenodeTypeError('mappings must be { firstId, length }');
-      pool = {
-        firstId: assertInteger('mappings.firstId', m.firstId, 0, 0xffffffff),
-        length: assertInteger('mappings.length', m.length, 0, 0xffffffff),
-        source: 'default',
-      };
-    } else {
-      try {
-        pool = await resolveKubeletMappings({ idsPerPod, featureGateEnabled: gate });
-      } catch (e) {
-        const msg = `kubelet mappings: ${(e as Error).message}`;
-        throw e instanceof UsernsError
-          ? new UsernsError(e.code, e.kind, msg, { cause: e })
-          : e instanceof KubenodeError
-            ? new UsernsError(e.code, 'config', msg, { cause: e })
-            : new UsernsError('ERR_KUBENODE_IO', 'io', msg, { cause: e });
-      }
-    }
+    const pool = await resolvePool(options, idsPerPod, gate);
     if (options.seed !== undefined) assertInteger('seed', options.seed);
     const calls = callNative(() => new PodCalls());
     const core = calls.core;

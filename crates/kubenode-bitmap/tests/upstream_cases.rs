@@ -1,9 +1,21 @@
-//! The cases of upstream `pkg/registry/core/service/allocator/bitmap_test.go`, over the same
-//! max/offset configurations, plus the edge cases the spec names.
+//! The cases of upstream `pkg/registry/core/service/allocator/bitmap_test.go` (Kubernetes
+//! v1.37.2; the file and the allocator are the same in v1.36.3), over the same max/offset
+//! configurations, plus the edge cases the spec names.
 use kubenode_bitmap::{AllocationBitmap, BitmapError, SplitMix64, Strategy};
 use std::collections::HashSet;
 
-const CONFIGS: [(u64, usize); 5] = [(32, 0), (256, 0), (1024, 0), (65_536, 0), (1024, 50)];
+/// Upstream's table (`max`, `reserved`), then sizes the spec adds.
+const CONFIGS: [(u64, usize); 9] = [
+    (32, 0),
+    (8, 0),
+    (128, 16),
+    (1024, 64),
+    (65_535, 256),
+    (256, 0),
+    (1024, 0),
+    (65_536, 0),
+    (1024, 50),
+];
 
 fn map(max: u64, offset: usize) -> AllocationBitmap {
     AllocationBitmap::with_rng(
@@ -94,8 +106,12 @@ fn for_each_visits_in_order() {
             vec![],
             vec![0],
             vec![0, 2, 5],
+            vec![0, 1, 2, 3, 4, 5, 6, 7],
             vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 31],
         ] {
+            if subset.iter().any(|&i| i as u64 >= max) {
+                continue;
+            }
             let mut m = map(max, offset);
             for &i in &subset {
                 m.allocate(i).expect("in range");

@@ -16,6 +16,9 @@ pub const DEFAULT_MAX_PODS: u32 = 110;
 pub const REINIT_THRESHOLD: u64 = 1000;
 /// IDs are 32-bit: a pool may end at 2^32 (exclusive) and no further.
 pub const ID_SPACE: u64 = 1 << 32;
+/// `(uid_t)-1`: the kernel refuses any map extent that reaches it, so a pod given the range
+/// that holds it never starts.
+pub const UNMAPPABLE_ID: u32 = u32::MAX;
 
 /// Inputs of `MakeUserNsManager` once the kubelet's mapping pool is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +71,9 @@ pub struct Layout {
     pub off: u32,
     /// The pool's length divided by the IDs per pod: the number of slots.
     pub slots: u32,
+    /// Slots that can be handed out: all but the one whose range holds ID 4294967295
+    /// ([`Layout::reserved_slot`]).
+    pub usable_slots: u32,
 }
 
 impl Config {
@@ -113,11 +119,21 @@ impl Config {
                 ID_SPACE - 1
             ));
         }
-        Ok(Layout {
+        let mut layout = Layout {
             ids_per_pod: l,
             off: s / l,
             slots: n / l,
-        })
+            usable_slots: n / l,
+        };
+        layout.usable_slots -= u32::from(layout.reserved_slot().is_some());
+        // Not in upstream, which counts the range with ID 4294967295 as usable.
+        if layout.usable_slots < self.max_pods {
+            return bad(format!(
+                "kubelet user assigned IDs are not enough to support {} pods: the range with ID {UNMAPPABLE_ID} is never handed out",
+                self.max_pods
+            ));
+        }
+        Ok(layout)
     }
 }
 
@@ -134,6 +150,13 @@ impl Layout {
             return None;
         }
         u32::try_from(first).ok()
+    }
+
+    /// The slot whose range holds ID 4294967295 (the last one of a pool that ends at 2^32):
+    /// kept allocated and never handed out, since the kernel would refuse its mapping.
+    pub fn reserved_slot(&self) -> Option<u32> {
+        let end = (u64::from(self.off) + u64::from(self.slots)) * u64::from(self.ids_per_pod);
+        (self.slots > 0 && end == ID_SPACE).then(|| self.slots - 1)
     }
 
     /// Slot of a host ID (`int(id / L) - off`), or `None` outside `[0, slots)`.
@@ -200,6 +223,32 @@ mod tests {
         assert_eq!(config.layout().map(|l| (l.off, l.slots)), Ok((2, 300)));
     }
 
+    #[test]
+    fn the_range_with_the_unmappable_id_is_reserved() {
+        // The kubelet's default pool [L, 2^32): 65535 ranges, 65534 usable.
+        let (first_id, length) = default_pool(UNIT_LENGTH);
+        let c = Config {
+            ids_per_pod: UNIT_LENGTH,
+            first_id,
+            length,
+            max_pods: DEFAULT_MAX_PODS,
+        };
+        let l = c.layout().unwrap();
+        assert_eq!(
+            (l.slots, l.usable_slots, l.reserved_slot()),
+            (65535, 65534, Some(65534))
+        );
+        assert_eq!(l.first_id(65534), Some(UNMAPPABLE_ID - (UNIT_LENGTH - 1)));
+        // A pool that ends below 2^32 keeps every range.
+        let l = Config {
+            length: 2000 * UNIT_LENGTH,
+            ..c
+        }
+        .layout()
+        .unwrap();
+        assert_eq!((l.usable_slots, l.reserved_slot()), (2000, None));
+    }
+
     proptest! {
         /// Over random pools (valid and not): a layout exists exactly when upstream's checks
         /// pass and the pool ends by 2^32, and then every slot's range is inside the pool, at
@@ -211,7 +260,9 @@ mod tests {
             let (s, n) = if snap { (s / l * l, n / l * l) } else { (s, n) };
             let c = Config { ids_per_pod: l, first_id: s, length: n, max_pods: p };
             let upstream_ok = s % l == 0 && s >= l && n % l == 0 && n / l >= p;
-            let fits = u64::from(s) + u64::from(n) <= ID_SPACE;
+            // The range with 4294967295 (last of a pool ending at 2^32) does not count.
+            let reserved = u32::from(u64::from(s) + u64::from(n) == ID_SPACE && n > 0);
+            let fits = u64::from(s) + u64::from(n) <= ID_SPACE && n / l - reserved >= p;
             match c.layout() {
                 Err(e) => {
                     prop_assert!(!(upstream_ok && fits), "refused a valid pool: {}", e);

@@ -1,6 +1,7 @@
 //! The kubelet's user-namespace manager (`pkg/kubelet/userns`) on the project's allocation
 //! bitmap: per-pod ID ranges, the kubelet's `<pods>/<uid>/userns` file written atomically and
-//! durably, restore on start, release, orphan cleanup, plus a kernel check of a mapping.
+//! durably, restore on start, release, orphan cleanup, plus a kernel check of a mapping and a
+//! pre-flight check of a pool against the pods on disk.
 
 pub mod call_queue;
 pub mod config;
@@ -8,6 +9,7 @@ mod error;
 pub mod fsio;
 pub mod json;
 mod manager;
+mod preflight;
 mod shared;
 pub mod verify;
 
@@ -19,5 +21,6 @@ pub use manager::{
     list_mappings, parse_file, read_pod_mapping, Allocation, ListedPod, Manager, Options,
     RestoreStats, RANGE_SPEC,
 };
+pub use preflight::{check_pool, Misfit, PoolCheck};
 pub use shared::{not_open, CallResult, OpenTicket, PodCall, SharedManager};
 pub use verify::{verify_mapping, verify_pod, VerifyReport};

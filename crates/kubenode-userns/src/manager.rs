@@ -62,7 +62,9 @@ impl Manager {
     pub fn open(pods_dir: impl Into<PathBuf>, config: Config, opts: Options) -> Result<Self> {
         let pods_dir = pods_dir.into();
         let layout = config.layout()?;
-        let pods = fsio::PodsDir::open(&pods_dir, opts.lock)?;
+        // Upstream's first step on disk is the listing, whose errors it wraps so.
+        let pods =
+            fsio::PodsDir::open(&pods_dir, opts.lock).map_err(|e| e.wrap("read pods from disk"))?;
         let lock = match (&pods, opts.lock) {
             (Some(p), true) => Some(p.lock()?),
             _ => None,
@@ -71,13 +73,17 @@ impl Manager {
             Some(s) => SplitMix64::new(s),
             None => SplitMix64::from_entropy(),
         };
-        let used = AllocationBitmap::with_rng(
+        let mut used = AllocationBitmap::with_rng(
             u64::from(layout.slots),
             RANGE_SPEC,
             Strategy::RandomScan { offset: 0 },
             rng,
         )
         .map_err(|e| Error::new(ErrorKind::Config, e.to_string()))?;
+        if let Some(r) = layout.reserved_slot() {
+            // Never free, so never handed out; files naming it are refused by slot_in_pool.
+            let _ = used.allocate(i64::from(r));
+        }
         let mut m = Self {
             pods_dir,
             pods,
@@ -171,19 +177,7 @@ impl Manager {
 
     /// Upstream's `record`, checks in order.
     fn record(&mut self, pod: &OsStr, from: u32, length: u32) -> Result<()> {
-        let l = self.layout.ids_per_pod;
-        if length != l {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!("wrong user namespace length {length}"),
-            ));
-        }
-        if !from.is_multiple_of(l) {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!("wrong user namespace offset specified {from}"),
-            ));
-        }
+        check_shape(&self.layout, from, length)?;
         let prev = self.used_by.get(pod).copied();
         if let Some(p) = prev {
             if p != from {
@@ -193,12 +187,7 @@ impl Manager {
                 ));
             }
         }
-        let Some(index) = self.layout.slot_of(from) else {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!("id {from} is out of range"),
-            ));
-        };
+        let index = slot_in_pool(&self.layout, from)?;
         if prev.is_none() && self.used.has(index as usize) {
             return Err(Error::new(
                 ErrorKind::Conflict,
@@ -341,9 +330,48 @@ impl Manager {
         self.used_by.get(pod.as_ref()).copied()
     }
 
-    /// Slots in use according to the bitmap (equals `allocations().len()`).
+    /// Slots in use according to the bitmap, less the reserved one (equals
+    /// `allocations().len()`).
     pub fn used_slots(&self) -> usize {
-        self.used.count()
+        let reserved = self.layout.reserved_slot().is_some();
+        self.used.count() - usize::from(reserved)
+    }
+}
+
+/// The first checks of upstream's `record`, in order: the range's length, then its offset.
+pub(crate) fn check_shape(layout: &Layout, from: u32, length: u32) -> Result<()> {
+    let l = layout.ids_per_pod;
+    if length != l {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!("wrong user namespace length {length}"),
+        ));
+    }
+    if !from.is_multiple_of(l) {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!("wrong user namespace offset specified {from}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The slot of a range's first ID: upstream's out-of-range check, then (not in upstream) the
+/// reserved slot, refused like a range outside the pool since no pod can start with it.
+pub(crate) fn slot_in_pool(layout: &Layout, from: u32) -> Result<u32> {
+    match layout.slot_of(from) {
+        None => Err(Error::new(
+            ErrorKind::Conflict,
+            format!("id {from} is out of range"),
+        )),
+        Some(i) if Some(i) == layout.reserved_slot() => Err(Error::new(
+            ErrorKind::Conflict,
+            format!(
+                "id {from} is out of range: its range holds ID {}, which the kernel cannot map",
+                crate::config::UNMAPPABLE_ID
+            ),
+        )),
+        Some(i) => Ok(i),
     }
 }
 

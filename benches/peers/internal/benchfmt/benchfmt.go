@@ -11,7 +11,7 @@
 //
 //	{"peer":"go-upstream","bench":"bitmap-bench","scenario":"alloc-release-empty",
 //	 "medianNsPerOp":51.2,"p25NsPerOp":50.9,"p75NsPerOp":52.0,"samples":15,
-//	 "opsPerSample":100000,"upstream":"k8s.io/kubernetes v1.36.3",...extra}
+//	 "opsPerSample":100000,"upstream":"k8s.io/kubernetes v1.37.2",...extra}
 //
 // The percentiles are taken over the per-sample ns/op values. One untimed
 // warm-up sample runs before the timed samples, and the heap is collected

@@ -10,7 +10,8 @@ mod types;
 use std::path::Path;
 
 use kubenode_userns::{
-    Config as UsernsPoolConfig, Layout as UsernsLayout, UserNamespace, VerifyReport,
+    Config as UsernsPoolConfig, Layout as UsernsLayout, PodsConfig as UsernsConfig,
+    PoolCheck as UsernsPoolCheck, UserNamespace, VerifyReport,
 };
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
@@ -61,6 +62,13 @@ pub fn userns_list(pods_dir: String) -> AsyncTask<CoreTask<Outcome<Vec<UsernsLis
         let pods = kubenode_userns::list_mappings(Path::new(&pods_dir));
         pods.map(|p| p.into_iter().map(Into::into).collect()).into()
     })
+}
+
+/// Pre-flight check of a pool and `idsPerPod` against the pods on disk: every pod a manager
+/// with this configuration would refuse, without locking or changing anything.
+#[napi(ts_return_type = "Promise<Outcome<UsernsPoolCheck>>")]
+pub fn userns_check_pool(config: UsernsConfig) -> AsyncTask<CoreTask<Outcome<UsernsPoolCheck>>> {
+    CoreTask::run(move || kubenode_userns::check_pool(&config.pods_dir(), config.config()).into())
 }
 
 /// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
