@@ -60,9 +60,20 @@ type Which = 'servicecidr-controller' | 'conntrack reconcile';
 function daemonArgs(which: Which, format: Format, extra: string[] = []): string[] {
   const base =
     which === 'servicecidr-controller'
-      ? ['servicecidr-controller', '--workers', '1']
-      : ['conntrack', 'reconcile', '--family', 'ipv4', '--dry-run', '--netns', ns.path];
-  return [...base, '--log-format', format, ...extra];
+      ? ['servicecidr-controller', '--workers', '1', '--secure-port=0']
+      : [
+          'conntrack',
+          'reconcile',
+          '--family',
+          'ipv4',
+          '--dry-run',
+          '--netns',
+          ns.path,
+          // Listeners off: runs in parallel must not fight over the default ports.
+          '--healthz-bind-address=',
+          '--metrics-bind-address=',
+        ];
+  return [...base, '--logging-format', format, ...extra];
 }
 
 /**
