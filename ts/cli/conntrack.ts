@@ -12,7 +12,7 @@ import {
   err,
   out,
   outputFormat,
-  printJson,
+  printStructured,
   terminalControl,
   warn,
 } from './output.js';
@@ -112,7 +112,7 @@ export function registerConntrack(program: Command): void {
         ...(o.dst ? { dstIP: o.dst } : {}),
         ...(o.dport ? { dstPort: Number(o.dport) } : {}),
       });
-      if (fmt === 'json') printJson(r);
+      if (fmt !== 'text') printStructured(fmt, r);
       else {
         for (const f of r.flows) out(`${fmtFlow(f)}\n`);
         warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
@@ -154,7 +154,7 @@ export function registerConntrack(program: Command): void {
           metrics: null,
         });
         stop();
-        if (fmt === 'json') printJson(r);
+        if (fmt !== 'text') printStructured(fmt, r);
         else {
           const verb = o.dryRun ? 'would delete' : 'deleted';
           out(

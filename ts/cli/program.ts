@@ -1,21 +1,14 @@
 // The `kubenode` command. Each subcommand lives in its own module and registers itself here.
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
+import { registerCompletion } from './completion.js';
 import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
 import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
 import { registerUserns } from './userns.js';
-
-/** The package version; package.json sits two levels up from both ts/cli and dist/cli. */
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
+import { packageVersion, registerVersion } from './version.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -29,6 +22,9 @@ export function buildProgram(): Command {
   registerServicecidr(program);
   registerSysctl(program);
   registerUserns(program);
+  registerVersion(program);
+  // Last: it completes the tree registered above.
+  registerCompletion(program);
   // After registration, so every subcommand (commander copies settings only at creation) gets it.
   applyCliContract(program);
   return program;

@@ -6,7 +6,7 @@ import { probe } from '../sysctl/apply.js';
 import { allowlistFromKubeletConfig } from '../sysctl/config.js';
 import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
 import { isPlainObject, MAX_OBJECT_BYTES, parseDocuments, readInput } from './input.js';
-import { addOutputOption, badInput, CliExit, out, outputFormat, printJson, warn } from './output.js';
+import { addOutputOption, badInput, CliExit, out, outputFormat, printStructured, warn } from './output.js';
 import { registerSysctlPolicy } from './sysctl-policy.js';
 
 async function readPod(file: string): Promise<object> {
@@ -73,7 +73,7 @@ export function registerSysctl(program: Command): void {
       if (isKubenodeError(e)) badInput(`${file}: ${e.message}`);
       throw e;
     }
-    if (format === 'json') printJson(r);
+    if (format !== 'text') printStructured(format, r);
     else out(r.admit ? 'ADMIT\n' : `REJECT ${r.reason}: ${r.message}\n`);
     if (!r.admit) throw new CliExit(1);
   });
@@ -99,8 +99,8 @@ export function registerSysctl(program: Command): void {
         e instanceof KubenodeError && e.kind === 'kubernetes-version' ? '--kubernetes-version' : '--kernel';
       badInput(`${flag}: ${(e as Error).message}`);
     }
-    if (format === 'json') {
-      printJson({ ...list, table: safeSysctlTable() });
+    if (format !== 'text') {
+      printStructured(format, { ...list, table: safeSysctlTable() });
       return;
     }
     if (list.kernelError) warn(`${list.kernelError}; using the ungated rows only`);
@@ -122,7 +122,7 @@ export function registerSysctl(program: Command): void {
     } catch (e) {
       badInput((e as Error).message);
     }
-    if (format === 'json') printJson(report);
+    if (format !== 'text') printStructured(format, report);
     else {
       for (const r of report.results) {
         const extra =

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { isKubenodeError } from '../errors.js';
 import { listPods, verifyMapping } from '../userns/index.js';
-import { addOutputOption, CliExit, out, outputFormat, printJson, warn } from './output.js';
+import { addOutputOption, CliExit, out, outputFormat, printStructured, warn } from './output.js';
 
 function fail(e: unknown): never {
   warn((e as Error).message ?? String(e));
@@ -21,8 +21,8 @@ export function registerUserns(program: Command): void {
   ).action(async (podsDir: string, opts: { output?: string }) => {
     const format = outputFormat(opts);
     const pods = await listPods(podsDir).catch(fail);
-    if (format === 'json') {
-      printJson(pods);
+    if (format !== 'text') {
+      printStructured(format, pods);
     } else {
       const rows = [
         ['POD', 'FIRST ID', 'LENGTH'],
@@ -52,8 +52,8 @@ export function registerUserns(program: Command): void {
   ).action(async (podsDir: string, podUid: string, opts: { output?: string }) => {
     const format = outputFormat(opts);
     const r = await verifyMapping(podsDir, podUid).catch(fail);
-    if (format === 'json') {
-      printJson(r);
+    if (format !== 'text') {
+      printStructured(format, r);
     } else {
       out(
         [
