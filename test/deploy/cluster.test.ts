@@ -38,7 +38,14 @@ import {
 } from '../servicecidr/helpers.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
 import { type Daemon, httpGet, type LogLine, startDaemon, waitFor } from './daemon.js';
-import { grants, kustomization, loadManifests, manifest, type RoleObject } from './manifests.js';
+import {
+  grants,
+  kustomization,
+  loadManifests,
+  manifest,
+  manifestArgs,
+  type RoleObject,
+} from './manifests.js';
 
 const FIELD_MANAGER = 'kubenode-deploy-test';
 const NS = kustomization().namespace;
@@ -86,15 +93,6 @@ async function tokenKubeconfig(ns: string, sa: string): Promise<string> {
   const file = join(dir, `${ns}.${sa}.kubeconfig`);
   writeFileSync(file, kc.exportConfig());
   return file;
-}
-
-/** The container args of a deploy/ workload, for a process on this machine. */
-function manifestArgs(kind: 'DaemonSet' | 'Deployment', name: string, ns: string): string[] {
-  const w = manifest<V1DaemonSet | V1Deployment>(kind, name);
-  const args = w.spec?.template.spec?.containers[0]?.args ?? [];
-  return args
-    .filter((a) => !/^--(health-addr|metrics-addr|log-format)=/.test(a))
-    .map((a) => a.replace('$(POD_NAMESPACE)', ns));
 }
 
 const KIND: Record<string, string> = { servicecidrs: 'ServiceCIDR', ipaddresses: 'IPAddress' };

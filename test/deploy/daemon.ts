@@ -25,24 +25,39 @@ export interface Daemon {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function startDaemon(args: string[]): Daemon {
+/**
+ * How the daemon runs: by default the sources under this test's Node through tsx; an installed
+ * CLI (`main`, a dist/cli/main.js) under another Node binary and user, as the image runs it.
+ */
+export interface DaemonRuntime {
+  node?: string;
+  main?: string;
+  uid?: number;
+  gid?: number;
+}
+
+/**
+ * The listener and log flags every test daemon gets (replacing a manifest's own listener flags,
+ * see `LISTENER_FLAGS`): one loopback listener on a free port, JSON logs.
+ */
+function listenerArgs(addr: string): string[] {
+  return [`--health-addr=${addr}`, `--metrics-addr=${addr}`, '--log-format=json'];
+}
+
+/** A manifest's arguments that `listenerArgs` replaces. */
+export const LISTENER_FLAGS = /^--(health-addr|metrics-addr|log-format)=/;
+
+export function startDaemon(args: string[], runtime: DaemonRuntime = {}): Daemon {
   // Port 0: the daemon binds a free port and logs it; a random fixed port can be taken.
   const addr = '127.0.0.1:0';
   // tsx as a loader in the one process: the tsx CLI's signal relay SIGKILLs a child that does not
   // acknowledge SIGTERM within 30 ms, which a loaded machine misses.
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      main,
-      ...args,
-      `--health-addr=${addr}`,
-      `--metrics-addr=${addr}`,
-      '--log-format=json',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const entry = runtime.main ? [runtime.main] : ['--import', 'tsx', main];
+  const child = spawn(runtime.node ?? process.execPath, [...entry, ...args, ...listenerArgs(addr)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    uid: runtime.uid,
+    gid: runtime.gid,
+  });
   let err = '';
   child.stderr?.on('data', (c) => {
     err += c;
