@@ -44,8 +44,9 @@ function listenerArgs(addr: string): string[] {
   return [`--health-addr=${addr}`, `--metrics-addr=${addr}`, '--log-format=json'];
 }
 
-/** A manifest's arguments that `listenerArgs` replaces. */
-export const LISTENER_FLAGS = /^--(health-addr|metrics-addr|log-format)=/;
+/** A manifest's arguments that `listenerArgs` replaces (listeners and log format). */
+export const LISTENER_FLAGS =
+  /^--(health-addr|metrics-addr|log-format|healthz-bind-address|metrics-bind-address|secure-port|bind-address|logging-format)=/;
 
 export function startDaemon(args: string[], runtime: DaemonRuntime = {}): Daemon {
   // Port 0: the daemon binds a free port and logs it; a random fixed port can be taken.
