@@ -191,20 +191,21 @@ describe('without a matching binary', () => {
     expect(out.message).toContain(`no kubenode binary for ${process.platform}-${process.arch}`);
   });
 
-  it('kubenode doctor runs and reports the binding missing', () => {
+  it('kubenode doctor reports the binding missing and exits 1 (a usable pre-flight check)', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'ts/cli/main.ts', 'doctor', '-o', 'json'], {
       cwd: dir,
       encoding: 'utf8',
     });
-    expect(r.status, r.stderr).toBe(0);
+    expect(r.status, r.stderr).toBe(1);
     const report = JSON.parse(r.stdout) as { sections: { section: string; checks: { status: string }[] }[] };
     const binding = report.sections.find((s) => s.section === 'binding');
     expect(binding?.checks[0]?.status).toBe('missing');
+    expect(r.stderr).toBe('kubenode: doctor: unusable: binding: prebuilt binary is missing\n');
     const text = spawnSync(process.execPath, ['--import', 'tsx', 'ts/cli/main.ts', 'doctor'], {
       cwd: dir,
       encoding: 'utf8',
     });
-    expect(text.status, text.stderr).toBe(0);
+    expect(text.status, text.stderr).toBe(1);
     expect(text.stdout).toMatch(/^binding:\n {2}- prebuilt binary: missing \(no kubenode binary/m);
   });
 });

@@ -107,6 +107,26 @@ export async function collect(): Promise<DoctorReport> {
   return { sections };
 }
 
+/** Sections without which nothing in kubenode works: always required. */
+export const ALWAYS_REQUIRED = ['binding'];
+
+/**
+ * The checks that make the node unusable: a `missing` check in the binding section or in one of
+ * the `required` sections (a section that does not exist is itself reported).
+ */
+export function unusable(report: DoctorReport, required: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (const name of new Set([...ALWAYS_REQUIRED, ...required])) {
+    const s = report.sections.find((x) => x.section === name);
+    if (!s) {
+      out.push(`${name}: no such section`);
+      continue;
+    }
+    for (const c of s.checks) if (c.status === 'missing') out.push(`${name}: ${c.name} is missing`);
+  }
+  return out;
+}
+
 /** The report as text, as `kubenode doctor` prints it: `!` marks warn, `-` marks missing. */
 export function formatText(report: DoctorReport): string {
   const lines: string[] = [];

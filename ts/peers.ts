@@ -11,20 +11,55 @@ type PromClient = typeof import('prom-client');
 const require = createRequire(import.meta.url);
 const cache = new Map<string, unknown>();
 
-function load<T>(name: string, needed: string): T {
-  const hit = cache.get(name);
-  if (hit) return hit as T;
+/**
+ * The peer's versions that load on Node `nodeVersion` (`v20.19.0`), as an npm spec. client-node
+ * 2.x bundles an undici that needs zlib's zstd (Node >= 22): on Node 20 it crashes on import.
+ */
+export function peerSpec(name: string, nodeVersion: string): string {
+  if (name === '@kubernetes/client-node') {
+    const major = Number(/^v?(\d+)/.exec(nodeVersion)?.[1] ?? 0);
+    return major >= 22 ? `'${name}@^1.4 || ^2'` : `${name}@^1.4`;
+  }
+  if (name === 'prom-client') return `${name}@^15`;
+  return name;
+}
+
+function installedVersion(req: NodeJS.Require, name: string): string | undefined {
   try {
-    const m = require(name) as T;
-    cache.set(name, m);
-    return m;
+    return (req(`${name}/package.json`) as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Loads peer `name` through `req`; on failure, a KubenodeError that says whether the peer is
+ * missing or installed at a version that does not load here, and which version fits this Node.
+ */
+export function loadPeer<T>(name: string, needed: string, req: NodeJS.Require, nodeVersion: string): T {
+  try {
+    return req(name) as T;
   } catch (e) {
+    const spec = peerSpec(name, nodeVersion);
+    const installed = installedVersion(req, name);
+    const what =
+      installed === undefined
+        ? `${needed} needs the peer dependency ${name}; install it next to kubenode`
+        : `${needed} needs the peer dependency ${name}, but ${name} ${installed} does not load on Node ${nodeVersion}; install a version that does`;
     throw new KubenodeError(
       'ERR_KUBENODE_UNSUPPORTED',
-      `${needed} needs the peer dependency ${name}; install it next to kubenode (${(e as Error)?.message ?? String(e)})`,
+      `${what}: npm install ${spec} (${(e as Error)?.message ?? String(e)})`,
       { cause: e },
     );
   }
+}
+
+function load<T>(name: string, needed: string): T {
+  const hit = cache.get(name);
+  if (hit) return hit as T;
+  const m = loadPeer<T>(name, needed, require, process.version);
+  cache.set(name, m);
+  return m;
 }
 
 /** `@kubernetes/client-node`, for the informers and API clients of the daemons. */

@@ -76,7 +76,7 @@ describe('exit codes', () => {
       ['admit', '--bogus', pod],
       ['admit', pod, 'extra'],
       ['admit', pod, '--kernel'],
-      ['admit', pod, '-o', 'yaml'],
+      ['admit', pod, '-o', 'xml'],
       ['sysctl'],
       ['sysctl', 'bogus'],
       ['sysctl', 'safe-list', '--kernel'],

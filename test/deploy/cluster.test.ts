@@ -38,7 +38,14 @@ import {
 } from '../servicecidr/helpers.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
 import { type Daemon, httpGet, type LogLine, startDaemon, waitFor } from './daemon.js';
-import { grants, kustomization, loadManifests, manifest, type RoleObject } from './manifests.js';
+import {
+  grants,
+  kustomization,
+  loadManifests,
+  manifest,
+  manifestArgs,
+  type RoleObject,
+} from './manifests.js';
 
 const FIELD_MANAGER = 'kubenode-deploy-test';
 const NS = kustomization().namespace;
@@ -90,21 +97,6 @@ async function tokenKubeconfig(ns: string, sa: string): Promise<string> {
 
 /** The node name the reconciler's manifest takes from the downward API, here. */
 const NODE = `kubenode-deploy-node-${process.pid}`;
-
-/**
- * The container args of a deploy/ workload, for a process on this machine: its listeners on
- * loopback (startDaemon's), the downward API's values filled in.
- */
-function manifestArgs(kind: 'DaemonSet' | 'Deployment', name: string, ns: string): string[] {
-  const w = manifest<V1DaemonSet | V1Deployment>(kind, name);
-  const args = w.spec?.template.spec?.containers[0]?.args ?? [];
-  return args
-    .filter(
-      (a) =>
-        !/^--(healthz-bind-address|metrics-bind-address|bind-address|secure-port|logging-format)=/.test(a),
-    )
-    .map((a) => a.replace('$(POD_NAMESPACE)', ns).replace('$(NODE_NAME)', NODE));
-}
 
 /** Runs a process without CAP_NET_ADMIN: its conntrack dumps are refused, so every pass fails. */
 const WITHOUT_NET_ADMIN = ['setpriv', '--bounding-set=-net_admin', '--inh-caps=-net_admin'];
@@ -184,8 +176,11 @@ describe('deploy/', () => {
         'Deployment',
         'Namespace',
         'PodDisruptionBudget',
+        'ResourceQuota',
         'Role',
         'RoleBinding',
+        'Service',
+        'Service',
         'ServiceAccount',
         'ServiceAccount',
       ].sort(),
@@ -511,7 +506,7 @@ describe('conntrack reconcile under its deploy/ role', () => {
   });
 
   const reconcilerArgs = (kubeconfig: string, dryRun = false) => [
-    ...manifestArgs('DaemonSet', RECONCILER, NS),
+    ...manifestArgs('DaemonSet', RECONCILER, NS, NODE),
     '--kubeconfig',
     kubeconfig,
     // The manifest's default is the host namespace (hostNetwork); here, the test's namespace.
@@ -589,10 +584,9 @@ describe('conntrack reconcile under its deploy/ role', () => {
   }, 120_000);
 
   it("reports a failed pass as a Warning Event on its Node, named by the manifest's downward API", async () => {
-    const d = await startDaemon(
-      reconcilerArgs(await tokenKubeconfig(NS, RECONCILER), true),
-      WITHOUT_NET_ADMIN,
-    );
+    const d = await startDaemon(reconcilerArgs(await tokenKubeconfig(NS, RECONCILER), true), {
+      wrap: WITHOUT_NET_ADMIN,
+    });
     try {
       const event = await waitFor(
         () => `a Warning Event on Node ${NODE} (stderr: ${d.stderr()})`,
@@ -640,7 +634,7 @@ describe('conntrack reconcile under its deploy/ role', () => {
           const events = without.endsWith(' events');
           const d = await startDaemon(
             reconcilerArgs(await tokenKubeconfig(account, sa), true),
-            events ? WITHOUT_NET_ADMIN : [],
+            events ? { wrap: WITHOUT_NET_ADMIN } : {},
           );
           const [verb, resource] = without.split(' ') as [string, string];
           try {

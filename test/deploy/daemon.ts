@@ -41,8 +41,25 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts the daemon; `wrap` runs it through a command first (`setpriv ...`). */
-export async function startDaemon(args: string[], wrap: string[] = []): Promise<Daemon> {
+/**
+ * How the daemon runs: by default the sources under this test's Node through tsx; an installed
+ * CLI (`main`, a dist/cli/main.js) under another Node binary and user, as the image runs it;
+ * `wrap` runs it through a command first (`setpriv ...`).
+ */
+export interface DaemonRuntime {
+  node?: string;
+  main?: string;
+  uid?: number;
+  gid?: number;
+  wrap?: string[];
+}
+
+/** A manifest's arguments that `startDaemon` replaces (listeners and log format). */
+export const LISTENER_FLAGS =
+  /^--(health-addr|metrics-addr|log-format|healthz-bind-address|metrics-bind-address|secure-port|bind-address|logging-format)=/;
+
+/** Starts the daemon with loopback listeners and JSON logs. */
+export async function startDaemon(args: string[], runtime: DaemonRuntime = {}): Promise<Daemon> {
   // The reconciler on port 0: it binds a free port and logs it (one listener serves all when
   // both addresses are equal). The controller's secure port takes a port number.
   const controller = args[0] === 'servicecidr-controller';
@@ -53,17 +70,20 @@ export async function startDaemon(args: string[], wrap: string[] = []): Promise<
     : [`--healthz-bind-address=${addr}`, `--metrics-bind-address=${addr}`];
   // tsx as a loader in the one process: the tsx CLI's signal relay SIGKILLs a child that does not
   // acknowledge SIGTERM within 30 ms, which a loaded machine misses.
+  const entry = runtime.main ? [runtime.main] : ['--import', 'tsx', main];
   const argv = [
-    ...wrap,
-    process.execPath,
-    '--import',
-    'tsx',
-    main,
+    ...(runtime.wrap ?? []),
+    runtime.node ?? process.execPath,
+    ...entry,
     ...args,
     ...listener,
     '--logging-format=json',
   ];
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(argv[0] as string, argv.slice(1), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    uid: runtime.uid,
+    gid: runtime.gid,
+  });
   let err = '';
   child.stderr?.on('data', (c) => {
     err += c;

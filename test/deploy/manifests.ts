@@ -1,9 +1,11 @@
 // Reads deploy/ the way `kubectl apply -k` would for this kustomization: its resources in
 // order, the namespace set on every namespaced object, the image tag replaced.
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { KubernetesObject, V1PolicyRule } from '@kubernetes/client-node';
+import type { KubernetesObject, V1DaemonSet, V1Deployment, V1PolicyRule } from '@kubernetes/client-node';
 import YAML from 'yaml';
+import { LISTENER_FLAGS } from './daemon.js';
 
 export const deployDir = join(import.meta.dirname, '..', '..', 'deploy');
 
@@ -69,4 +71,21 @@ export function grants(cluster: RoleObject, namespaced?: RoleObject): Grant[] {
       ),
     );
   return [...split('cluster', cluster.rules), ...split('namespace', namespaced?.rules ?? [])];
+}
+
+/**
+ * The container args of a deploy/ workload for a process on this machine: the listener flags
+ * are left to `startDaemon`; the downward API's pod namespace is `ns`, its node name `node`.
+ */
+export function manifestArgs(
+  kind: 'DaemonSet' | 'Deployment',
+  name: string,
+  ns: string,
+  node = hostname(),
+): string[] {
+  const w = manifest<V1DaemonSet | V1Deployment>(kind, name);
+  const args = w.spec?.template.spec?.containers[0]?.args ?? [];
+  return args
+    .filter((a) => !LISTENER_FLAGS.test(a))
+    .map((a) => a.replace('$(POD_NAMESPACE)', ns).replace('$(NODE_NAME)', node));
 }

@@ -23,7 +23,7 @@ import {
   err,
   out,
   outputFormat,
-  printJson,
+  printStructured,
   terminalControl,
   warn,
 } from './output.js';
@@ -140,7 +140,7 @@ export function registerConntrack(program: Command): void {
         ...(o.dst ? { dstIP: o.dst } : {}),
         ...(o.dport ? { dstPort: Number(o.dport) } : {}),
       });
-      if (fmt === 'json') printJson(r);
+      if (fmt !== 'text') printStructured(fmt, r);
       else {
         for (const f of r.flows) out(`${fmtFlow(f)}\n`);
         warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
@@ -188,7 +188,7 @@ export function registerConntrack(program: Command): void {
             kubernetesVersion: k8s,
           });
           stop();
-          if (fmt === 'json') printJson(r);
+          if (fmt !== 'text') printStructured(fmt, r);
           else {
             const verb = o.dryRun ? 'would delete' : 'deleted';
             out(

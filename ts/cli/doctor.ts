@@ -1,14 +1,40 @@
 import type { Command } from 'commander';
-import { collect, formatText } from '../doctor.js';
-import { addOutputOption, out, outputFormat, printJson } from './output.js';
+import { collect, formatText, unusable } from '../doctor.js';
+import {
+  addOutputOption,
+  CliExit,
+  EXIT_FAILURE,
+  out,
+  outputFormat,
+  printStructured,
+  warn,
+} from './output.js';
 
 export function registerDoctor(program: Command): void {
-  addOutputOption(program.command('doctor').description('report what this node offers kubenode')).action(
-    async (opts: { output?: string }) => {
-      const format = outputFormat(opts);
-      const report = await collect();
-      if (format === 'json') printJson(report);
-      else out(`${formatText(report)}\n`);
-    },
-  );
+  addOutputOption(
+    program
+      .command('doctor')
+      .description(
+        'report what this node offers kubenode; exits 1 when the binding (or a --require section) is unusable',
+      )
+      .option(
+        '--require <sections>',
+        'comma-separated sections that must have no missing check too (e.g. conntrack,user namespaces)',
+      ),
+  ).action(async (opts: { output?: string; require?: string }) => {
+    const format = outputFormat(opts);
+    const report = await collect();
+    if (format === 'text') out(`${formatText(report)}\n`);
+    else printStructured(format, report);
+    const required = (opts.require ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    const bad = unusable(report, required);
+    // The report is printed in full either way; the exit code makes it a pre-flight check.
+    if (bad.length > 0) {
+      warn(`doctor: unusable: ${bad.join('; ')}`);
+      throw new CliExit(EXIT_FAILURE);
+    }
+  });
 }

@@ -2,9 +2,10 @@
 // characters from input are escaped once for every message (file names, sysctl names, errors of
 // any layer, commander's own usage errors), and a closed stdout ends the output quietly.
 import type { Command } from 'commander';
+import YAML from 'yaml';
 import { escapeControls } from '../quote.js';
 
-export type OutputFormat = 'text' | 'json';
+export type OutputFormat = 'text' | 'json' | 'yaml';
 
 /** Thrown to end a command with a specific exit code after printing. */
 export class CliExit extends Error {
@@ -73,13 +74,13 @@ export function applyCliContract(cmd: Command): void {
 }
 
 export function addOutputOption(cmd: Command): Command {
-  return cmd.option('-o, --output <format>', 'output format: text or json', 'text');
+  return cmd.option('-o, --output <format>', 'output format: text, json or yaml', 'text');
 }
 
 export function outputFormat(opts: { output?: string }): OutputFormat {
   const f = opts.output ?? 'text';
-  if (f !== 'text' && f !== 'json')
-    badInput(`unknown output format ${JSON.stringify(f)} (want text or json)`);
+  if (f !== 'text' && f !== 'json' && f !== 'yaml')
+    badInput(`unknown output format ${JSON.stringify(f)} (want text, json or yaml)`);
   return f;
 }
 
@@ -91,4 +92,17 @@ export function printJson(v: unknown): void {
     (ch) => `\\u${(ch.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`,
   );
   out(`${text}\n`);
+}
+
+/** A YAML document of `v`: the same data as `printJson`, for `-o yaml`. */
+export function printYaml(v: unknown): void {
+  // Through JSON first, so both formats carry exactly the same values (no undefined, no class
+  // instances); the YAML library quotes control characters as escapes in double quotes.
+  out(YAML.stringify(JSON.parse(JSON.stringify(v)) as unknown, { lineWidth: 0 }));
+}
+
+/** `-o json` or `-o yaml`. */
+export function printStructured(format: 'json' | 'yaml', v: unknown): void {
+  if (format === 'yaml') printYaml(v);
+  else printJson(v);
 }

@@ -2,13 +2,14 @@
 import { Command } from 'commander';
 import { KubenodeRangeError, KubenodeTypeError } from '../errors.js';
 import { redactCredentials } from '../kube/redact.js';
+import { registerCompletion } from './completion.js';
 import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
 import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
 import { registerSysctl } from './sysctl.js';
 import { registerUserns } from './userns.js';
-import { packageVersion } from './version.js';
+import { packageVersion, registerVersion } from './version.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -22,6 +23,9 @@ export function buildProgram(): Command {
   registerServicecidr(program);
   registerSysctl(program);
   registerUserns(program);
+  registerVersion(program);
+  // Last: it completes the tree registered above.
+  registerCompletion(program);
   // After registration, so every subcommand (commander copies settings only at creation) gets it.
   applyCliContract(program);
   return program;

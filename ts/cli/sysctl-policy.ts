@@ -14,7 +14,7 @@ import {
 } from '../sysctl/render/admission-policy.js';
 import { parseLabelSelector } from '../sysctl/render/selector.js';
 import { MAX_OBJECT_BYTES, readInput } from './input.js';
-import { CliExit, out, printJson, badInput as usage } from './output.js';
+import { CliExit, out, outputFormat, printJson, printStructured, badInput as usage } from './output.js';
 
 function format(o: { output?: string }): 'yaml' | 'json' {
   const f = o.output ?? 'yaml';
@@ -95,7 +95,7 @@ export function registerSysctlPolicy(sysctl: Command): void {
       '--kubernetes-version <version>',
       "the kubelet's release, e.g. v1.36 (default: the policy file's kubernetesVersion, else v1.37)",
     )
-    .option('-o, --output <format>', 'output format: text or json', 'text')
+    .option('-o, --output <format>', 'output format: text, json or yaml', 'text')
     .action(
       async (opts: {
         policy: string;
@@ -103,9 +103,7 @@ export function registerSysctlPolicy(sysctl: Command): void {
         kubernetesVersion?: string;
         output?: string;
       }) => {
-        const f = opts.output ?? 'text';
-        if (f !== 'text' && f !== 'json')
-          usage(`unknown output format ${JSON.stringify(f)} (want text or json)`);
+        const f = outputFormat(opts);
         const [file, kubelet] = await Promise.all([
           loadSysctlPolicyFile(opts.policy),
           loadKubeletSysctlConfig(opts.kubeletConfig),
@@ -118,7 +116,7 @@ export function registerSysctlPolicy(sysctl: Command): void {
         const errors = orUsage(() => validateDefaultPodSysctls(config));
         if (errors.length > 0) usage(`${opts.kubeletConfig}: ${errors.join('; ')}`);
         const outside = orUsage(() => file.checkDefaults(config));
-        if (f === 'json') printJson({ inside: outside.length === 0, outside });
+        if (f !== 'text') printStructured(f, { inside: outside.length === 0, outside });
         else if (outside.length === 0) out('INSIDE\n');
         else for (const o of outside) out(`OUTSIDE ${o.name}=${o.value}: ${o.message}\n`);
         if (outside.length > 0) throw new CliExit(1);

@@ -9,7 +9,7 @@ import { safeSysctlList, safeSysctlTable } from '../sysctl/kernel.js';
 import { loadKubeletSysctlConfig } from '../sysctl/kubelet-config.js';
 import { assertPodShape } from '../sysctl/pod.js';
 import { isPlainObject, MAX_OBJECT_BYTES, parseDocuments, readInput } from './input.js';
-import { addOutputOption, badInput, CliExit, out, outputFormat, printJson, warn } from './output.js';
+import { addOutputOption, badInput, CliExit, out, outputFormat, printStructured, warn } from './output.js';
 import { registerSysctlPolicy } from './sysctl-policy.js';
 
 async function readPod(file: string): Promise<object> {
@@ -113,7 +113,8 @@ export function registerSysctl(program: Command): void {
       if (isKubenodeError(e)) badInput(`${file}: ${e.message}`);
       throw e;
     }
-    if (format === 'json') printJson(sandbox === undefined ? r : { ...r, sandboxSysctls: sandbox });
+    if (format !== 'text')
+      printStructured(format, sandbox === undefined ? r : { ...r, sandboxSysctls: sandbox });
     else {
       out(r.admit ? 'ADMIT\n' : `REJECT ${r.reason}: ${r.message}\n`);
       for (const s of sandbox ?? []) out(`sandbox sysctl ${s.name}=${s.value}\n`);
@@ -142,8 +143,8 @@ export function registerSysctl(program: Command): void {
         e instanceof KubenodeError && e.kind === 'kubernetes-version' ? '--kubernetes-version' : '--kernel';
       badInput(`${flag}: ${(e as Error).message}`);
     }
-    if (format === 'json') {
-      printJson({ ...list, table: safeSysctlTable() });
+    if (format !== 'text') {
+      printStructured(format, { ...list, table: safeSysctlTable() });
       return;
     }
     if (list.kernelError) warn(`${list.kernelError}; using the ungated rows only`);
@@ -165,7 +166,7 @@ export function registerSysctl(program: Command): void {
     } catch (e) {
       badInput((e as Error).message);
     }
-    if (format === 'json') printJson(report);
+    if (format !== 'text') printStructured(format, report);
     else {
       for (const r of report.results) {
         const extra =

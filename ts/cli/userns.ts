@@ -10,7 +10,7 @@ import {
   EXIT_FAILURE,
   out,
   outputFormat,
-  printJson,
+  printStructured,
   warn,
 } from './output.js';
 
@@ -69,8 +69,8 @@ export function registerUserns(program: Command): void {
   ).action(async (podsDir: string, opts: { output?: string }) => {
     const format = outputFormat(opts);
     const pods = await listPods(podsDir).catch(fail);
-    if (format === 'json') {
-      printJson(pods);
+    if (format !== 'text') {
+      printStructured(format, pods);
     } else {
       const rows = [
         ['POD', 'FIRST ID', 'LENGTH'],
@@ -100,8 +100,8 @@ export function registerUserns(program: Command): void {
   ).action(async (podsDir: string, podUid: string, opts: { output?: string }) => {
     const format = outputFormat(opts);
     const r = await verifyMapping(podsDir, podUid).catch(fail);
-    if (format === 'json') {
-      printJson(r);
+    if (format !== 'text') {
+      printStructured(format, r);
     } else {
       out(
         [
@@ -153,7 +153,7 @@ export function registerUserns(program: Command): void {
         ...(maxPods === undefined ? {} : { maxPods }),
         ...(firstId === undefined || length === undefined ? {} : { mappings: { firstId, length } }),
       }).catch((e: unknown) => badInput((e as Error).message ?? String(e)));
-      if (format === 'json') printJson(r);
+      if (format !== 'text') printStructured(format, r);
       else printCheck(r);
       if (!r.fits) process.exitCode = EXIT_FAILURE;
     },
