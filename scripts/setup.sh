@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything kubenode needs on a fresh Debian machine with Node 20, Rust and Go:
+# Installs everything kubenode needs on a fresh Debian machine with Node (24 LTS; 20 and 22 also work), Rust and Go:
 # system packages, npm dependencies, and the native build (prebuilds/ + dist/).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -337,7 +337,9 @@ describe('servicecidr-controller under its deploy/ roles', () => {
       expect(metrics).toMatch(
         /^kubenode_leader_election_master_status\{name="kubenode-servicecidr-controller"\} 1$/m,
       );
-      expect(metrics).toMatch(/^kubenode_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
+      expect(metrics).toMatch(
+        /^kubenode_build_info\{version="[^"]+",git_commit="[^"]+",node_version="v[^"]+"\} 1$/m,
+      );
       expect(metrics).toMatch(/^process_resident_memory_bytes [1-9]/m);
       expect(metrics).toMatch(/^nodejs_eventloop_lag_seconds /m);
       expect(metrics).toMatch(/^kubenode_servicecidr_controller_watch_restarts_total 0$/m);
@@ -573,7 +575,9 @@ describe('conntrack reconcile under its deploy/ role', () => {
       );
       expect(metrics).toMatch(/^# TYPE kubenode_conntrack_reconciler_failed_passes_total counter$/m);
       expect(metrics).toMatch(/^kubenode_conntrack_reconciler_watch_restarts_total 0$/m);
-      expect(metrics).toMatch(/^kubenode_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
+      expect(metrics).toMatch(
+        /^kubenode_build_info\{version="[^"]+",git_commit="[^"]+",node_version="v[^"]+"\} 1$/m,
+      );
       expect(metrics).toMatch(/^process_open_fds [1-9]/m);
       expect(metrics).not.toMatch(/^kubeproxy_/m);
       expect((await httpGet(`${d.base}/healthz`)).body).toBe('ok');

@@ -11,7 +11,7 @@ import { promClient } from '../peers.js';
 import { klogLogger, type Logger } from '../servicecidr/logger.js';
 import { DurationSyntaxError, durationFlagMs } from './duration.js';
 import { CliExit, err } from './output.js';
-import { packageVersion } from './version.js';
+import { versionInfo } from './version.js';
 
 export interface DaemonFlags {
   kubeconfig?: string;
@@ -148,11 +148,12 @@ export function daemonRegistry(): Registry {
   const { Gauge, Registry, collectDefaultMetrics } = promClient();
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const info = versionInfo();
   new Gauge({
     name: 'kubenode_build_info',
-    help: 'A metric with a constant 1 value labelled by the kubenode version and the Node.js version it runs on',
-    labelNames: ['version', 'node_version'],
+    help: 'A metric with a constant 1 value labelled by the kubenode version, the git commit it was built from and the Node.js version it runs on',
+    labelNames: ['version', 'git_commit', 'node_version'],
     registers: [registry],
-  }).set({ version: packageVersion(), node_version: process.version }, 1);
+  }).set({ version: info.version, git_commit: info.gitCommit, node_version: info.node }, 1);
   return registry;
 }
