@@ -74,6 +74,7 @@ export {
   type SysctlPolicyEntry,
 } from './policy.js';
 export {
+  type DefaultOutsidePolicy,
   loadSysctlPolicyFile,
   parseSysctlPolicyFile,
   SysctlPolicyFile,

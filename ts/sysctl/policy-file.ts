@@ -188,6 +188,7 @@ export class SysctlPolicyFile {
 export interface DefaultOutsidePolicy {
   /** The name as the kubelet configuration spells it. */
   name: string;
+  /** The value the kubelet configuration gives it. */
   value: string;
   /** Why: the refusing handler's message. */
   message: string;
