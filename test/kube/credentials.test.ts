@@ -79,6 +79,11 @@ describe('redactCredentials', () => {
     ['err="{\\"token\\":\\"abcdef\\"}"', 'err="{\\"token\\":\\"[redacted]\\"}"'],
     ['  token: abcdef\n', '  token: [redacted]\n'],
     ['-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----', '[redacted]'],
+    // An auth-provider block quoted back by the kubeconfig parser.
+    ['      refresh-token: 1//0abcdefg\n', '      refresh-token: [redacted]\n'],
+    ['      access-token: ya29.abcdefg\n', '      access-token: [redacted]\n'],
+    ['      client-secret: s3cr3tvalue\n', '      client-secret: [redacted]\n'],
+    ['{"idToken":"abcdefgh","clientSecret":"xyz12345"}', '{"idToken":"[redacted]","clientSecret":"[redacted]"}'],
     // Not credentials: paths named token, ordinary words.
     [
       'cannot read the service-account token /var/run/token: file is empty',

@@ -23,11 +23,12 @@ const PATTERNS: [RegExp, string][] = [
   [/\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s'"]*@/gi, `$1${REDACTED}@`],
   // JWTs (service-account and OIDC tokens) on their own.
   [/\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, REDACTED],
-  // Token fields of ExecCredential output or a kubeconfig quoted back by a parser.
+  // Token and secret fields of ExecCredential output or a kubeconfig quoted back by a parser
+  // (an auth-provider block's refresh-token, access-token, client-secret included).
   // Not a path ending in such a name (`…/serviceaccount/token: file is empty`); the quotes,
   // escaped or not (a klog line quotes a JSON message), stay.
   [
-    /(?<![\w/.-])(\\?["']?(?:token|password|client-key-data|clientKeyData)\\?["']?\s*[:=]\s*\\?["']?)[^"'\\\s,}]+/gi,
+    /(?<![\w/.-])(\\?["']?(?:(?:refresh|access|id)[-_]?token|token|password|secret|client[-_]?secret|client-key-data|clientKeyData)\\?["']?\s*[:=]\s*\\?["']?)[^"'\\\s,}]+/gi,
     `$1${REDACTED}`,
   ],
   [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g, REDACTED],
