@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
@@ -14,6 +15,7 @@ import {
   type ListenerLimits,
   serveHealth,
 } from '../../ts/kube/health.js';
+import { selfSignedCert } from '../../ts/kube/serving-cert.js';
 
 const servers: HealthServer[] = [];
 const sockets: Socket[] = [];
@@ -24,12 +26,15 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A connection that sends the start of a request and `pad` bytes of a header, then stalls. */
+/**
+ * A connection that sends the start of a request and `pad` bytes of a header, then stalls; with
+ * `pad` below 0 it sends nothing at all.
+ */
 function stalled(addr: string, pad: number): Promise<Socket> {
   const [host, port] = [addr.slice(0, addr.lastIndexOf(':')), Number(addr.slice(addr.lastIndexOf(':') + 1))];
   return new Promise((resolve) => {
     const s = connect(port, host, () => {
-      s.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(pad)}`);
+      if (pad >= 0) s.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(pad)}`);
       resolve(s);
     });
     s.on('error', () => resolve(s));
@@ -70,6 +75,23 @@ async function serve(limits: Partial<ListenerLimits>): Promise<string> {
   return s.addresses[0] as string;
 }
 
+/** GET /healthz over HTTPS on a new connection; resolves with the status (0 on a failure). */
+function probeTls(addr: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = httpsGet(
+      `https://${addr}/healthz`,
+      { agent: false, rejectUnauthorized: false, timeout: 3000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+  });
+}
+
 describe('listener limits', () => {
   it('closes a connection whose headers do not arrive in time', async () => {
     const addr = await serve({ headersTimeoutMs: 500, requestTimeoutMs: 1000 });
@@ -99,6 +121,32 @@ describe('listener limits', () => {
     await closed(flood[0] as Socket);
     expect(flood.filter((s) => s.destroyed).length).toBeGreaterThanOrEqual(1);
     // The newest stalled connections are still open.
+    expect((flood[19] as Socket).destroyed).toBe(false);
+  });
+
+  it('over HTTPS, past the cap closes the oldest stalled connection after requests have been served', async () => {
+    const tls = await selfSignedCert();
+    const s = await serveHealth({
+      healthAddr: '127.0.0.1:0',
+      registry: new Registry(),
+      notReady: () => undefined,
+      tls,
+      limits: { maxConnections: 20 },
+    });
+    servers.push(s);
+    const addr = s.addresses[0] as string;
+    // Served requests on connections that then close: none may stay behind in the cap's queue.
+    for (let i = 0; i < 5; i++) expect(await probeTls(addr)).toBe(200);
+    await sleep(100);
+    const flood: Socket[] = [];
+    // Connections that never start the TLS handshake.
+    for (let i = 0; i < 20; i++) flood.push(await stalled(addr, -1));
+    await sleep(100);
+    expect(await probeTls(addr)).toBe(200);
+    const t = performance.now();
+    await Promise.race([closed(flood[0] as Socket), sleep(5000)]);
+    expect(performance.now() - t).toBeLessThan(5000);
+    expect((flood[0] as Socket).destroyed).toBe(true);
     expect((flood[19] as Socket).destroyed).toBe(false);
   });
 });

@@ -40,7 +40,7 @@ export const LISTENER_LIMITS: Readonly<ListenerLimits> = {
 /** Who may read `/metrics`: 200 to serve, 401/403 with the reason to refuse. */
 export type MetricsAuthorizer = (
   req: IncomingMessage,
-) => Promise<{ status: 200 | 401 | 403; reason?: string }>;
+) => Promise<{ status: 200 | 401 | 403 | 429; reason?: string }>;
 
 export interface HealthOptions {
   healthAddr?: string | undefined;
@@ -144,7 +144,9 @@ function capConnections(server: Server, max: number): void {
     }
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket;
+    // Over HTTPS the request's socket is the TLS socket wrapped around the accepted one, which is
+    // what this set holds and closes (Node keeps it as `_parent`).
+    const socket = (req.socket as Socket & { _parent?: Socket })._parent ?? req.socket;
     waiting.delete(socket);
     // Back in the queue once the response is written: an idle kept-alive connection may go.
     res.once('finish', () => {
