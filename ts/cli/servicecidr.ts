@@ -161,7 +161,11 @@ export function registerServicecidr(program: Command): void {
         healthAddr: addr,
         metricsAddr: addr,
         tls,
-        authorizeMetrics: delegatedAuthorizer(kubeConfig, { log: logger }),
+        // Reviews have their own budget (upstream's delegating clients: 200 qps, burst 400), so
+        // scrapes with made-up tokens cannot queue the controller's own requests.
+        authorizeMetrics: delegatedAuthorizer(withClientRateLimit(loaded.kubeConfig, 200, 400), {
+          log: logger,
+        }),
       },
       registry,
       () => (controller.ready ? undefined : 'informer-sync: ServiceCIDR and IPAddress caches not synced'),

@@ -19,14 +19,26 @@ export interface DelegatedAuthOptions {
   maxEntries?: number;
   /** Where a failed review is logged (the request is refused with 500). */
   log?: Logger;
+  /** Most reviews under way at once (default 64); past it a request is refused with 429. */
+  maxPending?: number;
+  /** How long one review may take before the request is refused with 500 (default 10 s). */
+  timeoutMs?: number;
 }
 
-type Decision = { status: 200 | 401 | 403; reason?: string };
+type Decision = { status: 200 | 401 | 403 | 429; reason?: string };
 
-/** A `MetricsAuthorizer` asking the API server of `kc` about `GET <path>`. */
+/**
+ * A `MetricsAuthorizer` asking the API server of `kc` about `GET <path>` (`HEAD` as verb `head`).
+ * `kc` should not share the daemon's own client-side rate limit: made-up tokens would queue its
+ * real requests behind their reviews (upstream's delegating clients have a budget of their own).
+ */
 export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}): MetricsAuthorizer {
   const ttl = o.ttlMs ?? 10_000;
   const max = o.maxEntries ?? 1024;
+  const maxPending = o.maxPending ?? 64;
+  const timeoutMs = o.timeoutMs ?? 10_000;
+  // One review per key at a time: concurrent scrapes with one token share it.
+  const pending = new Map<string, Promise<Decision>>();
   const { AuthenticationV1Api, AuthorizationV1Api } = clientNode();
   const authn = kc.makeApiClient(AuthenticationV1Api);
   const authz = kc.makeApiClient(AuthorizationV1Api);
@@ -74,15 +86,35 @@ export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}
     if (!m) return { status: 401, reason: 'Unauthorized' };
     const token = m[1] as string;
     const path = (req.url ?? '/').split('?')[0] as string;
-    const verb = 'get';
+    // The request's verb, as the API server's request info derives it.
+    const verb = req.method === 'HEAD' ? 'head' : 'get';
     const key = createHash('sha256').update(`${verb} ${path} `).update(token).digest('base64');
     const now = performance.now();
     const hit = cache.get(key);
     if (hit && hit.until > now) return hit.decision;
-    const decision = await decide(token, path, verb);
-    cache.delete(key);
-    cache.set(key, { until: now + ttl, decision });
-    while (cache.size > max) cache.delete(cache.keys().next().value as string);
-    return decision;
+    const shared = pending.get(key);
+    if (shared) return shared;
+    // A flood of made-up tokens waits on the API server; past the bound it is refused at once,
+    // so it holds neither memory nor the controller's connections.
+    if (pending.size >= maxPending) return { status: 429, reason: 'Too many requests' };
+    const review = withTimeout(decide(token, path, verb), timeoutMs)
+      .then((decision) => {
+        cache.delete(key);
+        cache.set(key, { until: now + ttl, decision });
+        while (cache.size > max) cache.delete(cache.keys().next().value as string);
+        return decision;
+      })
+      .finally(() => pending.delete(key));
+    pending.set(key, review);
+    return review;
   };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the review took longer than ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
