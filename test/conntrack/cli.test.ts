@@ -129,9 +129,9 @@ describe('kubenode conntrack list', () => {
     const fam = cli(['list', '--family', 'ipv5']);
     expect(fam.status).toBe(2);
     expect(fam.stderr).toContain('unknown family "ipv5" (want ipv4 or ipv6)');
-    const out = cli(['list', '-o', 'yaml']);
+    const out = cli(['list', '-o', 'xml']);
     expect(out.status).toBe(2);
-    expect(out.stderr).toContain('unknown output format "yaml"');
+    expect(out.stderr).toContain('unknown output format "xml"');
   });
 });
 
