@@ -149,6 +149,20 @@ describe('daemon flags', () => {
     const badV = run(['servicecidr-controller', '--kubeconfig', kubeconfig, '-v', 'x']);
     expect(badV.status).toBe(2);
     expect(badV.stderr).toContain('invalid argument "x" for "-v, --v" flag');
+    // The manifests' spelling, `-v=2`, is a verbosity (pflag's shorthand with `=`); `-v==2` is not.
+    const manifestV = run([
+      'servicecidr-controller',
+      '--kubeconfig',
+      kubeconfig,
+      '-v=2',
+      '--logging-format',
+      'xml',
+    ]);
+    expect(manifestV.stderr).not.toContain('"-v, --v" flag');
+    expect(manifestV.stderr).toContain('--logging-format must be text or json');
+    const doubleEq = run(['servicecidr-controller', '--kubeconfig', kubeconfig, '-v==2']);
+    expect(doubleEq.status).toBe(2);
+    expect(doubleEq.stderr).toContain('invalid argument "==2" for "-v, --v" flag');
     // The reconciler checks its listener address as a usage error too, with one line.
     const badReconcilerAddr = run([
       'conntrack',

@@ -84,8 +84,11 @@ export function durationFlag(command: string, flag: string, value: string): numb
 
 /** `-v`: a non-negative integer, as klog's `Level` flag. */
 export function verbosityFlag(command: string, o: DaemonFlags): number {
-  const v = Number(o.v);
-  if (!/^\d+$/.test(o.v.trim()) || !Number.isSafeInteger(v)) {
+  // `-v=2` is how manifests spell it (pflag takes `=` after a shorthand); commander hands the
+  // short form its value with the `=` still on.
+  const raw = o.v.startsWith('=') ? o.v.slice(1) : o.v;
+  const v = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(v)) {
     fail(command, `invalid argument ${JSON.stringify(o.v)} for "-v, --v" flag: a non-negative integer`);
   }
   return v;
