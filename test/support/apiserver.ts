@@ -188,7 +188,22 @@ function track(c: ChildProcess, dir: string): void {
   }
 }
 
+/**
+ * Starts etcd and kube-apiserver. The ports are picked free a moment before the servers bind
+ * them, so another process (a parallel test's daemon, a client's ephemeral port) can take one
+ * in between: a start that fails on a taken port is tried again on new ports.
+ */
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startApiServerOnce(options);
+    } catch (e) {
+      if (attempt >= 3 || !/address already in use/.test((e as Error).message)) throw e;
+    }
+  }
+}
+
+async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer> {
   const bins = ensureBinaries(options.release);
   const dir = mkdtempSync(join(tmpdir(), 'kubenode-apiserver-'));
   const token = randomBytes(16).toString('hex');
