@@ -83,7 +83,10 @@ describe('redactCredentials', () => {
     ['      refresh-token: 1//0abcdefg\n', '      refresh-token: [redacted]\n'],
     ['      access-token: ya29.abcdefg\n', '      access-token: [redacted]\n'],
     ['      client-secret: s3cr3tvalue\n', '      client-secret: [redacted]\n'],
-    ['{"idToken":"abcdefgh","clientSecret":"xyz12345"}', '{"idToken":"[redacted]","clientSecret":"[redacted]"}'],
+    [
+      '{"idToken":"abcdefgh","clientSecret":"xyz12345"}',
+      '{"idToken":"[redacted]","clientSecret":"[redacted]"}',
+    ],
     // Not credentials: paths named token, ordinary words.
     [
       'cannot read the service-account token /var/run/token: file is empty',
