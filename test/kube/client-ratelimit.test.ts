@@ -18,6 +18,17 @@ describe('TokenBucket', () => {
     expect(t0(start + 500)).toBeCloseTo(100, 5);
   });
 
+  it('a deficit of a float rounding error is no wait, whatever the clock reads', () => {
+    // Clock values whose differences round below the exact elapsed time.
+    for (const offset of [0.1, 1234.567, 98765.4321, 2 ** 40 + 0.3]) {
+      const b = new TokenBucket(10, 3);
+      const start = performance.now() + offset;
+      for (let i = 0; i < 5; i++) b.reserve(start);
+      const waits = [b.reserve(start + 500), b.reserve(start + 500), b.reserve(start + 500)];
+      expect(waits, `start ${start}`).toEqual([0, 0, 0]);
+    }
+  });
+
   it('take() waits its turn', async () => {
     const b = new TokenBucket(20, 1);
     const t = performance.now();

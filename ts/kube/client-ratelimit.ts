@@ -20,7 +20,10 @@ export class TokenBucket {
     this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#last) / 1000) * this.qps);
     this.#last = now;
     this.#tokens -= 1;
-    return this.#tokens >= 0 ? 0 : (-this.#tokens / this.qps) * 1000;
+    // Elapsed times are floats: (t + 500) - t can come out a hair under 500, leaving a deficit
+    // of 1e-14 tokens that would cost a 1 ms timer. Such a deficit is no deficit.
+    if (this.#tokens > -1e-9) return 0;
+    return (-this.#tokens / this.qps) * 1000;
   }
 
   /** Resolves when a token is the caller's. */
