@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { access, constants, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { callNative } from '../errors.js';
 import { native } from '../native.js';
 import { UsernsError } from './errors.js';
 
@@ -22,9 +23,10 @@ export interface IdPool {
   source: 'default' | 'getsubids';
 }
 
-/** Default pool: first ID `idsPerPod`, length `2^32 - idsPerPod`. */
+/** Default pool: first ID `idsPerPod`, length `2^32 - idsPerPod` (the Rust core's rule). */
 export function defaultPool(idsPerPod: number): IdPool {
-  return { firstId: idsPerPod, length: 2 ** 32 - idsPerPod, source: 'default' };
+  const [firstId = 0, length = 0] = callNative(() => native.usernsDefaultPool(idsPerPod));
+  return { firstId, length, source: 'default' };
 }
 
 /** Go's `strconv.ParseUint(s, 10, 32)`, with its error texts. */
