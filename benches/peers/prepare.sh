@@ -5,7 +5,7 @@
 # Usage:
 #   benches/peers/prepare.sh [--force] [--release V] [target ...]
 #
-# Targets: bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench
+# Targets: bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench quote-peer
 #          kube-apiserver kube-controller-manager etcd all   (default: all)
 #
 # Output folder: ${KUBENODE_PEERS_BIN:-<repo>/.cache/peers/bin}
@@ -32,7 +32,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 bin=${KUBENODE_PEERS_BIN:-$repo/.cache/peers/bin}
 
-benches=(bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench)
+benches=(bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench quote-peer)
 servers=(kube-apiserver kube-controller-manager etcd)
 all=("${benches[@]}" "${servers[@]}")
 

@@ -54,6 +54,14 @@ describe('k8s tables', () => {
     );
   });
 
+  it('keeps only the addresses the cleanup pass parses, and its headless rule', () => {
+    // An embedded IPv4 part with a leading zero is not an address to the core: kept, it would
+    // fail the whole pass; dropped, the service is cleaned by its other addresses.
+    const odd = { ...svc, spec: { ...svc.spec, externalIPs: ['::1.02.3.4', '2001:db8::1'] } };
+    expect(conntrack.serviceEntries(odd, 'IPv6')[0]?.externalIPs).toEqual(['2001:db8::1']);
+    expect(conntrack.serviceEntries({ ...svc, spec: { ...svc.spec, clusterIPs: [''] } }, 'IPv4')).toEqual([]);
+  });
+
   it('serving nil counts as true; other families are ignored', () => {
     const t = conntrack.endpointsTable(
       [

@@ -421,6 +421,12 @@ describe('getsubids', () => {
     );
   });
 
+  it('cuts the default pool by the core rule, refusing an idsPerPod the kubelet refuses', () => {
+    expect(userns.defaultPool(3 * L)).toEqual({ firstId: 3 * L, length: 2 ** 32 - 3 * L, source: 'default' });
+    expect(() => userns.defaultPool(L + 1)).toThrow('userNamespaces.idsPerPod must be a multiple of 65536');
+    expect(() => userns.defaultPool(0.5)).toThrow(KubenodeError);
+  });
+
   it('uses the default pool without a kubelet account and fails like upstream without getsubids', async () => {
     expect(await userns.resolveKubeletMappings({ idsPerPod: L, user: 'no-such-user-kubenode' })).toEqual({
       firstId: L,

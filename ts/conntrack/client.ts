@@ -99,7 +99,7 @@ export function toNativeFlow(f: Flow, i: number): NativeFlow {
       throw new KubenodeTypeError(`flows[${i}].${dir} must be an object`);
     for (const k of ['srcIP', 'dstIP'] as const) {
       if (typeof t[k] !== 'string') {
-        throw new KubenodeTypeError(`flows[${i}].${dir}.${k}: invalid IP address ${describe(t[k])}`);
+        throw new KubenodeTypeError(`flows[${i}].${dir}.${k} must be a string, got ${describe(t[k])}`);
       }
     }
     return {
@@ -194,7 +194,7 @@ export class Conntrack {
     assertString('family', family);
     const { protocol, dstIP, dstPort } = options;
     if (protocol !== undefined && typeof protocol !== 'string' && typeof protocol !== 'number') {
-      throw new KubenodeTypeError(`protocol must be udp, tcp, sctp or a number, got ${describe(protocol)}`);
+      throw new KubenodeTypeError(`protocol must be a string or a number, got ${describe(protocol)}`);
     }
     if (dstIP !== undefined) assertString('dstIP', dstIP);
     if (dstPort !== undefined) assertNumber('dstPort', dstPort);

@@ -3,20 +3,15 @@
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import { native } from '../native.js';
 import type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';
-import { ipFamilyOf } from './tables.js';
 
 /** Upstream's ServicePortName.String(): `ns/name` plus `:port` when the port has a name. */
 export function servicePortName(namespace: string, name: string, port: string | undefined): string {
   return port ? `${namespace}/${name}:${port}` : `${namespace}/${name}`;
 }
 
+/** Whether `ip` is an address of `family` by the core's parsing rule (text that is not one is not). */
 function isFamily(ip: string | undefined, family: IPFamily): ip is string {
-  if (!ip) return false;
-  try {
-    return ipFamilyOf('ip', ip) === family;
-  } catch {
-    return false;
-  }
+  return ip !== undefined && ip !== '' && native.conntrackIpFamily(ip) === family;
 }
 
 /** The service ports the proxier of `family` sees (headless and ExternalName excluded). */
@@ -26,7 +21,7 @@ export function serviceEntries(svc: V1Service, family: IPFamily): ServiceEntry[]
   const name = svc.metadata?.name;
   if (!spec || !name || spec.type === 'ExternalName') return [];
   const clusterIPs = spec.clusterIPs?.length ? spec.clusterIPs : spec.clusterIP ? [spec.clusterIP] : [];
-  if (clusterIPs[0] === 'None' || clusterIPs[0] === '') return [];
+  if (clusterIPs[0] !== undefined && native.conntrackIsHeadless(clusterIPs[0])) return [];
   const clusterIP = clusterIPs.find((ip) => isFamily(ip, family));
   if (!clusterIP) return [];
   const externalIPs = (spec.externalIPs ?? []).filter((ip) => isFamily(ip, family));

@@ -1,7 +1,6 @@
 // The compact service/endpoint tables handed to the Rust cleanup pass. Only their JS shape is
 // checked here; every rule on their values (addresses, ports, protocols, families) is the
 // Rust core's, checked before any netlink work starts.
-import ipaddr from 'ipaddr.js';
 import { describe, KubenodeTypeError } from '../errors.js';
 import type { IPFamily } from '../kube/types.js';
 
@@ -38,25 +37,10 @@ export interface EndpointEntry {
 /** Endpoints per service, keyed by `ServiceEntry.name`. */
 export type EndpointsTable = Record<string, EndpointEntry[]>;
 
-// Dotted decimal with no leading zeros and octets <= 255: exactly what `isValidFourPartDecimal`
-// accepts, checked without ipaddr's general parser so 100,000-service tables load quickly.
-const IPV4_DOTTED = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-
-/** Parses an IP; returns its family. Zone suffixes and CIDRs are rejected. */
-export function ipFamilyOf(what: string, ip: unknown): IPFamily {
-  if (typeof ip === 'string' && IPV4_DOTTED.test(ip)) return 'IPv4';
-  if (typeof ip !== 'string' || !ipaddr.isValid(ip) || ip.includes('%') || ip.includes('/')) {
-    throw new KubenodeTypeError(`${what}: invalid IP address ${describe(ip)}`);
-  }
-  if (ipaddr.IPv4.isValidFourPartDecimal(ip)) return 'IPv4';
-  if (ipaddr.IPv6.isValid(ip)) return 'IPv6';
-  throw new KubenodeTypeError(`${what}: invalid IP address ${describe(ip)} (IPv4 needs four decimal parts)`);
-}
-
-/** JS shape only: the binding checks that it is an integer in range, with the same wording. */
+/** JS shape only: the binding checks that it is an integer in range. */
 export function assertNumber(what: string, v: unknown): number {
   if (typeof v !== 'number') {
-    throw new KubenodeTypeError(`${what} must be an integer, got ${describe(v)}`);
+    throw new KubenodeTypeError(`${what} must be a number, got ${describe(v)}`);
   }
   return v;
 }
@@ -76,7 +60,7 @@ export function validateTables(services: unknown, endpoints: unknown): void {
     const svc = s as Partial<ServiceEntry>;
     const what = `services[${i}] (${String(svc.name)})`;
     if (typeof svc.name !== 'string') {
-      throw new KubenodeTypeError(`services[${i}].name must be a non-empty string`);
+      throw new KubenodeTypeError(`services[${i}].name must be a string, got ${describe(svc.name)}`);
     }
     for (const key of ['protocol', 'clusterIP'] as const) {
       if (typeof svc[key] !== 'string') {
@@ -101,7 +85,7 @@ export function validateTables(services: unknown, endpoints: unknown): void {
       if (typeof e !== 'object' || e === null) throw new KubenodeTypeError(`${what} must be an object`);
       const ep = e as Partial<EndpointEntry>;
       if (typeof ep.ip !== 'string') {
-        throw new KubenodeTypeError(`${what}.ip: invalid IP address ${describe(ep.ip)}`);
+        throw new KubenodeTypeError(`${what}.ip must be a string, got ${describe(ep.ip)}`);
       }
       assertNumber(`${what}.port`, ep.port);
       if (typeof ep.serving !== 'boolean') {

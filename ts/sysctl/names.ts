@@ -4,12 +4,11 @@ import { native } from '../native.js';
 import { kubernetesVersionOf, type SafeSysctlOptions } from './kernel.js';
 import type { SysctlNamespace } from './types.js';
 
-/** Upstream's `SysctlMaxLength`: longest sysctl name, in bytes. */
-export const SYSCTL_MAX_LENGTH = 253;
-/** Upstream's `SysctlContainSlashFmt`: a sysctl name, dotted or slash form. */
-export const SYSCTL_CONTAIN_SLASH_FMT = String.raw`([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?`;
-/** Upstream's `SysctlContainSlashPatternFmt`: like a name, may end in `*`. */
-export const SYSCTL_CONTAIN_SLASH_PATTERN_FMT = String.raw`([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]`;
+export {
+  SYSCTL_CONTAIN_SLASH_FMT,
+  SYSCTL_CONTAIN_SLASH_PATTERN_FMT,
+  SYSCTL_MAX_LENGTH,
+} from './name-syntax.js';
 
 /** `IsValidSysctlName`: ≤ 253 bytes and the slash-form regex. */
 export function isValidSysctlName(name: string): boolean {

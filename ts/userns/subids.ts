@@ -4,10 +4,14 @@
 import { execFile } from 'node:child_process';
 import { access, constants, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { goQuote } from '../quote.js';
+import { callNative } from '../errors.js';
+import { native } from '../native.js';
 import { UsernsError } from './errors.js';
 
 export const KUBELET_USER = 'kubelet';
+
+/** Go's `%q`, from the core (the binding loads on the first message that needs it). */
+const quote = (s: string): string => native.goQuote(s);
 
 /** The host ID range user namespaces are cut from (the kubelet's `kubeletMappingID`/`Len`). */
 export interface IdPool {
@@ -19,16 +23,17 @@ export interface IdPool {
   source: 'default' | 'getsubids';
 }
 
-/** Default pool: first ID `idsPerPod`, length `2^32 - idsPerPod`. */
+/** Default pool: first ID `idsPerPod`, length `2^32 - idsPerPod` (the Rust core's rule). */
 export function defaultPool(idsPerPod: number): IdPool {
-  return { firstId: idsPerPod, length: 2 ** 32 - idsPerPod, source: 'default' };
+  const [firstId = 0, length = 0] = callNative(() => native.usernsDefaultPool(idsPerPod));
+  return { firstId, length, source: 'default' };
 }
 
 /** Go's `strconv.ParseUint(s, 10, 32)`, with its error texts. */
 function parseUint32(s: string): number {
-  if (!/^[0-9]+$/.test(s)) throw new Error(`strconv.ParseUint: parsing ${goQuote(s)}: invalid syntax`);
+  if (!/^[0-9]+$/.test(s)) throw new Error(`strconv.ParseUint: parsing ${quote(s)}: invalid syntax`);
   const v = Number(s);
-  if (v > 0xffffffff) throw new Error(`strconv.ParseUint: parsing ${goQuote(s)}: value out of range`);
+  if (v > 0xffffffff) throw new Error(`strconv.ParseUint: parsing ${quote(s)}: value out of range`);
   return v;
 }
 
@@ -40,16 +45,16 @@ function configError(message: string): UsernsError {
 export function parseGetSubIdsOutput(input: string): [number, number] {
   const lines = input.replace(/^\n+|\n+$/g, '').split('\n');
   if (lines.length !== 1) {
-    throw configError(`error parsing line ${goQuote(input)}: it must contain only one line`);
+    throw configError(`error parsing line ${quote(input)}: it must contain only one line`);
   }
   // strings.Fields: split on Unicode white space.
   const parts = (lines[0] ?? '').split(/[\s\u0085\u00a0]+/u).filter((p) => p !== '');
-  if (parts.length !== 4) throw configError(`invalid line ${goQuote(input)}`);
+  if (parts.length !== 4) throw configError(`invalid line ${quote(input)}`);
   const num = (s: string): number => {
     try {
       return parseUint32(s);
     } catch (e) {
-      throw configError(`error parsing line ${goQuote(input)}: ${(e as Error).message}`);
+      throw configError(`error parsing line ${quote(input)}: ${(e as Error).message}`);
     }
   };
   return [num(parts[2] ?? ''), num(parts[3] ?? '')];
@@ -132,14 +137,14 @@ export async function resolveKubeletMappings(opts: ResolveOptions): Promise<IdPo
     // kubelet account, a missing getsubids is fatal.
     throw configError('exec: "getsubids": executable file not found in $PATH');
   }
-  const uids = await runOr(cmd, [user], `error retrieving additional uids for user ${goQuote(user)}`);
+  const uids = await runOr(cmd, [user], `error retrieving additional uids for user ${quote(user)}`);
   if (uids.code !== 0) {
-    throw configError(`error retrieving additional uids for user ${goQuote(user)}: exit status ${uids.code}`);
+    throw configError(`error retrieving additional uids for user ${quote(user)}: exit status ${uids.code}`);
   }
-  const gids = await runOr(cmd, ['-g', user], `error retrieving additional gids for user ${goQuote(user)}`);
-  if (gids.code !== 0) throw configError(`error retrieving additional gids for user ${goQuote(user)}`);
+  const gids = await runOr(cmd, ['-g', user], `error retrieving additional gids for user ${quote(user)}`);
+  if (gids.code !== 0) throw configError(`error retrieving additional gids for user ${quote(user)}`);
   if (uids.stdout !== gids.stdout)
-    throw configError(`mismatched subuids and subgids for user ${goQuote(user)}`);
+    throw configError(`mismatched subuids and subgids for user ${quote(user)}`);
   const [firstId, length] = parseGetSubIdsOutput(uids.stdout);
   return { firstId, length, source: 'getsubids' };
 }

@@ -64,7 +64,7 @@ pub use policy_value::{
     ValueRule, ValueSyntax, INT_FIELD, MAX_MAGNITUDE, MAX_VALUE_LENGTH, SPACE,
 };
 pub use probe::{default_probe_names, probe, ProbeOutcome, ProbeResult};
-pub use quote::go_quote;
+pub use quote::{go_quote, go_quote_bytes};
 pub use safe::{
     baseline_allowed_sysctls, safe_list, safe_sysctl_allowlist, SafeList, SafeSysctl, SAFE_SYSCTLS,
 };

@@ -305,7 +305,9 @@ fn is_js_space(c: char) -> bool {
 }
 
 /// A number of the annotation form, read as JavaScript's `Number` reads it (decimal with
-/// fraction or exponent, or `0x`/`0o`/`0b`), when it is a safe integer.
+/// fraction or exponent, or `0x`/`0o`/`0b`), when it is a safe integer. The form's syntax is
+/// the core's alone (TypeScript hands the annotation over unparsed); it stays what it was when
+/// published, so annotations written then still read the same.
 fn annotation_integer(s: &str) -> Option<i64> {
     let t = s.trim_matches(is_js_space);
     if t.is_empty() {

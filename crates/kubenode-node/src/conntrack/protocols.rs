@@ -45,3 +45,18 @@ pub fn conntrack_max_writes(
         ))
     })
 }
+
+/// The family (`"IPv4"`/`"IPv6"`) of an IP address by the core's parsing rule, or `null` for
+/// text that is not one: the table builders keep only addresses the cleanup pass accepts.
+#[napi]
+pub fn conntrack_ip_family(ip: String) -> Option<&'static str> {
+    kubenode_conntrack::parse_ip("ip", &ip)
+        .ok()
+        .map(|ip| kubenode_conntrack::Family::of(&ip).label())
+}
+
+/// Whether a `spec.clusterIP` marks a headless service (the proxier never sees one).
+#[napi]
+pub fn conntrack_is_headless(cluster_ip: String) -> bool {
+    kubenode_conntrack::is_headless(&cluster_ip)
+}

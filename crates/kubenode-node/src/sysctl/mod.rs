@@ -47,6 +47,12 @@ pub const SYSCTL_ALLOW_HOST_NAMESPACED: u32 = 8;
 
 const HOST_IPC: u32 = kubenode_sysctl::HOST_IPC as u32;
 
+/// Go's `%q` (strconv.Quote), for the messages the TypeScript side builds.
+#[napi]
+pub fn go_quote(s: String) -> String {
+    kubenode_sysctl::go_quote(&s)
+}
+
 #[napi]
 pub fn sysctl_is_valid_name(name: String) -> bool {
     is_valid_sysctl_name(&name)

@@ -40,6 +40,19 @@ pub fn userns_validate_ids_per_pod(env: Env, v: f64) -> napi::Result<u32> {
 }
 
 /// The exact bytes the kubelet writes for a range.
+/// The kubelet's default ID pool for `idsPerPod` (checked as the kubelet's configuration is):
+/// `[firstId, length]`.
+#[napi]
+pub fn userns_default_pool(env: Env, ids_per_pod: f64) -> napi::Result<Vec<u32>> {
+    throwing(&env, || {
+        let v = numbers::integer("idsPerPod", ids_per_pod)?;
+        let ids = kubenode_userns::config::validate_ids_per_pod(v)
+            .map_err(|e| err(ErrorCode::InvalidArg, e))?;
+        let (first_id, length) = kubenode_userns::config::default_pool(ids);
+        Ok(vec![first_id, length])
+    })
+}
+
 #[napi]
 pub fn userns_encode_file(host_id: u32, length: u32) -> String {
     kubenode_userns::json::encode(&UserNamespace::single(host_id, length))
