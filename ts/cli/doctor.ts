@@ -20,10 +20,15 @@ export function registerDoctor(program: Command): void {
       .option(
         '--require <sections>',
         'comma-separated sections that must have no missing check too (e.g. conntrack,user namespaces)',
+      )
+      .option(
+        '--pods-dir <dir>',
+        'the kubelet pods directory, probed for idmapped mounts',
+        '/var/lib/kubelet/pods',
       ),
-  ).action(async (opts: { output?: string; require?: string }) => {
+  ).action(async (opts: { output?: string; require?: string; podsDir: string }) => {
     const format = outputFormat(opts);
-    const report = await collect();
+    const report = await collect({ podsDir: opts.podsDir });
     if (format === 'text') out(`${formatText(report)}\n`);
     else printStructured(format, report);
     const required = (opts.require ?? '')

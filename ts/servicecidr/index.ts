@@ -9,6 +9,7 @@ export {
   containsPrefix,
   type DeleteCheck,
   type DeleteCheckOutcome,
+  type Holder,
   type IPFamily,
   ipToAddr,
   overlapsPrefix,
@@ -43,3 +44,4 @@ export {
   type RateLimiter,
 } from './ratelimit.js';
 export { RateLimitingQueue, type WorkQueueOptions } from './workqueue.js';
+export { explainServiceCIDR, type ServiceCIDRExplanation, type ServiceCIDRHolder } from './why.js';
