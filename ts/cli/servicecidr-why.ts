@@ -2,10 +2,12 @@
 // whether another ServiceCIDR would take each over. Exit 0 when found, 1 when it does not
 // exist (or the API server fails), 2 for bad input or configuration.
 import type { Command } from 'commander';
-import { loadKubeConfig } from '../kube/config.js';
+import { type LoadedKubeConfig, loadKubeConfig } from '../kube/config.js';
+import { redactCredentials } from '../kube/redact.js';
 import { explainServiceCIDR, type ServiceCIDRExplanation } from '../servicecidr/why.js';
 import {
   addOutputOption,
+  badInput,
   CliExit,
   EXIT_FAILURE,
   out,
@@ -61,7 +63,13 @@ export function registerServicecidrWhy(group: Command): void {
       ),
   ).action(async (name: string, opts: { output?: string; kubeconfig?: string }) => {
     const format = outputFormat(opts);
-    const { kubeConfig } = await loadKubeConfig(opts.kubeconfig);
+    let loaded: LoadedKubeConfig;
+    try {
+      loaded = await loadKubeConfig(opts.kubeconfig);
+    } catch (e) {
+      badInput(`servicecidr why: ${redactCredentials((e as Error).message)}`);
+    }
+    const { kubeConfig } = loaded;
     const x = await explainServiceCIDR(kubeConfig, name);
     if (!x) {
       warn(`servicecidr why: ServiceCIDR ${JSON.stringify(name)} not found`);

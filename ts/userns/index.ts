@@ -27,4 +27,11 @@ export {
   type ResolveOptions,
   resolveKubeletMappings,
 } from './subids.js';
+export {
+  DEFAULT_PODS_DIR,
+  type IdmapProbe,
+  kernelCheck,
+  probeIdmapMounts,
+  usernsReadinessChecks,
+} from './readiness.js';
 export { type VerifyReport, verifyMapping, verifyRange } from './verify.js';
