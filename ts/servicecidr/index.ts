@@ -45,3 +45,15 @@ export {
 } from './ratelimit.js';
 export { RateLimitingQueue, type WorkQueueOptions } from './workqueue.js';
 export { explainServiceCIDR, type ServiceCIDRExplanation, type ServiceCIDRHolder } from './why.js';
+export {
+  DEFAULT_GUARD_NAME,
+  GUARD_API_VERSION,
+  GUARD_KIND,
+  loadServiceCIDRGuard,
+  parseServiceCIDRGuard,
+  ServiceCIDRGuard,
+  ServiceCIDRGuardError,
+  type ServiceCIDRGuardRequest,
+  type ServiceCIDRGuardSpec,
+  validateServiceCIDRSpec,
+} from './guard.js';
