@@ -53,7 +53,10 @@ describe('servicecidr why (real kube-apiserver)', () => {
     expect(live).toMatchObject({ serviceCIDR: 'why-a', deletionTimestamp: null, verdict: 'blocked' });
 
     await net.deleteServiceCIDR({ name: 'why-a' });
-    await waitFor('why-a Terminating', async () => ready(await readCIDR(net, 'why-a'))?.reason === 'Terminating');
+    await waitFor(
+      'why-a Terminating',
+      async () => ready(await readCIDR(net, 'why-a'))?.reason === 'Terminating',
+    );
     const x = await servicecidr.explainServiceCIDR(api.kubeConfig, 'why-a');
     expect(x).not.toBeNull();
     expect(x?.deletionTimestamp).toMatch(/^\d{4}-\d\d-\d\dT/);
