@@ -94,6 +94,7 @@ describe('servicecidr why (real kube-apiserver)', () => {
     expect(yaml.stdout).toContain('verdict: blocked');
     const text = cli(['why-a']);
     expect(text.status, text.stderr).toBe(0);
+    console.log(text.stdout);
     expect(text.stdout).toMatch(/verdict: +blocked/);
     expect(text.stdout).toMatch(/2 IPAddress\(es\) inside, 1 blocking/);
     expect(text.stdout).toMatch(/^ {2}10\.250\.0\.100 +default\/db +- \(blocks\)$/m);
