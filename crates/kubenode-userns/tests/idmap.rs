@@ -17,8 +17,7 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
 fn tmpfs_and_a_tmpfs_directory_are_supported() {
     assert!(kernel_at_least(6, 3), "these tests need Linux >= 6.3");
     let before = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let dir = PathBuf::from("/dev/shm");
-    let r = probe_idmap_mounts(true, &[dir.clone()]);
+    let r = probe_idmap_mounts(true, &[PathBuf::from("/dev/shm")]);
     assert_eq!(r.len(), 2, "{r:?}");
     assert_eq!(
         (r[0].target.as_str(), r[0].status.as_str()),
