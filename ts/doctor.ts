@@ -64,6 +64,7 @@ async function userNamespaces(o: DoctorOptions): Promise<DoctorSection> {
     ...(await usernsReadinessChecks(
       (await readProc('/proc/sys/kernel/osrelease')) ?? os.release(),
       o.podsDir ?? DEFAULT_PODS_DIR,
+      o.criSocket === undefined ? undefined : { socket: o.criSocket, handler: o.runtimeHandler ?? '' },
     )),
   ];
   return { section: 'user namespaces', checks };
@@ -100,6 +101,10 @@ async function conntrack(): Promise<DoctorSection> {
 export interface DoctorOptions {
   /** The kubelet's pods directory, whose filesystem is probed for idmapped mounts (default `/var/lib/kubelet/pods`). */
   podsDir?: string;
+  /** A CRI socket: also ask the runtime whether `runtimeHandler` supports user namespaces. */
+  criSocket?: string;
+  /** The RuntimeClass handler to check (default `''`, the runtime's default handler). */
+  runtimeHandler?: string;
 }
 
 /**

@@ -27,7 +27,9 @@ export {
   type ResolveOptions,
   resolveKubeletMappings,
 } from './subids.js';
+export { decodeRuntimeHandlers, type RuntimeHandlerInfo, runtimeHandlers } from './cri.js';
 export {
+  type CriOptions,
   DEFAULT_PODS_DIR,
   type IdmapProbe,
   kernelCheck,

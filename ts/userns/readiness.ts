@@ -5,6 +5,7 @@ import type { IdmapProbe } from '../binding.js';
 import type { DoctorCheck } from '../doctor-types.js';
 import { assertString, awaitNative, callNative, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
+import { runtimeHandlers } from './cri.js';
 
 export type { IdmapProbe };
 
@@ -40,12 +41,54 @@ function idmapCheck(p: IdmapProbe, name: string): DoctorCheck {
   };
 }
 
-/** The doctor's checks: kernel release, idmapped tmpfs, idmapped mounts on the pods directory. */
+/**
+ * The kubelet's verdict on a handler (`HandlerSupportsUserNamespaces` and the message its
+ * admission of a `hostUsers: false` pod gives), from the handlers the runtime reported.
+ */
+async function handlerCheck(socket: string, handler: string): Promise<DoctorCheck> {
+  const name = `runtime handler ${JSON.stringify(handler)}`;
+  let handlers: { name: string; userNamespaces: boolean }[];
+  try {
+    handlers = await runtimeHandlers(socket);
+  } catch (e) {
+    return { name, status: 'warn', value: null, detail: (e as Error).message };
+  }
+  const h = handlers.find((x) => x.name === handler);
+  if (!h) {
+    return {
+      name,
+      status: 'missing',
+      value: 'unknown',
+      detail: `the handler ${JSON.stringify(handler)} is not known`,
+    };
+  }
+  if (h.userNamespaces) return { name, status: 'ok', value: 'supports user namespaces' };
+  const why =
+    handler === ''
+      ? "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+      : `can't set \`spec.hostUsers: false\`, RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces`;
+  return { name, status: 'missing', value: 'no user namespaces', detail: why };
+}
+
+/** Where the runtime listens and which handler pods use, for the handler check. */
+export interface CriOptions {
+  /** The CRI socket (`unix:///run/containerd/containerd.sock` or a path). */
+  socket: string;
+  /** The RuntimeClass handler (`''`: the default handler). */
+  handler?: string;
+}
+
+/**
+ * The doctor's checks: kernel release, idmapped tmpfs, idmapped mounts on the pods directory,
+ * and, given a CRI socket, whether the runtime handler supports user namespaces.
+ */
 export async function usernsReadinessChecks(
   release: string,
   podsDir = DEFAULT_PODS_DIR,
+  cri?: CriOptions,
 ): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
+  const handler = cri ? handlerCheck(cri.socket, cri.handler ?? '') : undefined;
   try {
     const k = kernelCheck(release);
     checks.push({
@@ -70,10 +113,12 @@ export async function usernsReadinessChecks(
   } catch (e) {
     // No binding: the binding section says why; the probe is only not run.
     checks.push({ name: 'idmap mounts', status: 'warn', value: null, detail: (e as Error).message });
+    if (handler) checks.push(await handler);
     return checks;
   }
   const [tmpfs, pods] = probes;
   if (tmpfs) checks.push(idmapCheck(tmpfs, 'idmap mounts on tmpfs'));
   if (pods) checks.push(idmapCheck(pods, `idmap mounts on ${podsDir}`));
+  if (handler) checks.push(await handler);
   return checks;
 }
