@@ -43,8 +43,8 @@ describe('servicecidr why (real kube-apiserver)', () => {
   it('lists every IPAddress holding a ServiceCIDR in deletion, its Service and its taker', async () => {
     await createCIDR(net, 'why-a', ['10.250.0.0/24']);
     await createCIDR(net, 'why-b', ['10.250.0.8/30']);
-    await waitReady(net, 'why-a');
-    await waitReady(net, 'why-b');
+    await waitReady(net, 'why-a', 90_000);
+    await waitReady(net, 'why-b', 90_000);
     // The API server's allocator writes the IPAddresses (managed-by ipallocator.k8s.io).
     await service('web', '10.250.0.10');
     await service('db', '10.250.0.100');
@@ -102,15 +102,19 @@ describe('servicecidr why (real kube-apiserver)', () => {
 
     // Once the blocking Service goes, the verdict changes and the controller lets it go.
     await core.deleteNamespacedService({ namespace: 'default', name: 'db' });
-    await waitFor('db IPAddress gone', async () => {
-      const now = await servicecidr.explainServiceCIDR(api.kubeConfig, 'why-a');
-      return now === null || now.verdict !== 'blocked';
-    });
-    await waitGone(net, 'why-a');
+    await waitFor(
+      'db IPAddress gone',
+      async () => {
+        const now = await servicecidr.explainServiceCIDR(api.kubeConfig, 'why-a');
+        return now === null || now.verdict !== 'blocked';
+      },
+      90_000,
+    );
+    await waitGone(net, 'why-a', 90_000);
     const gone = cli(['why-a']);
     expect(gone.status).toBe(1);
     expect(gone.stderr).toContain('ServiceCIDR "why-a" not found');
-  }, 120_000);
+  }, 300_000);
 
   it('the default ServiceCIDR holds the kubernetes Service; bad input exits 2', async () => {
     const x = await servicecidr.explainServiceCIDR(api.kubeConfig, 'kubernetes');

@@ -4,10 +4,10 @@
 // this module checks the file's shape and translates the rules to CEL.
 import type { ServiceCidrGuard as NativeGuard, ServiceCidrGuardTexts } from '../binding.js';
 import { assertString, callNative, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
 import { InputTooLargeError, MAX_OBJECT_BYTES, readCapped } from '../read-capped.js';
 import { anyOf, celList, celString } from '../sysctl/render/cel.js';
 import { parseDocuments } from '../yaml-documents.js';
-import { native } from '../native.js';
 
 /** `apiVersion` of a guard file. */
 export const GUARD_API_VERSION = 'kubenode.io/v1alpha1';

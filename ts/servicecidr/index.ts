@@ -33,18 +33,6 @@ export {
   ServiceCIDRController,
   type ServiceCIDRControllerOptions,
 } from './controller.js';
-export { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
-export { formatLine, type KeyValues, klogLogger, type Logger, silentLogger } from './logger.js';
-export { type QueueMetrics, type QueueMetricsProvider, WorkqueueMetrics } from './metrics.js';
-export {
-  BucketRateLimiter,
-  defaultControllerRateLimiter,
-  ItemExponentialFailureRateLimiter,
-  MaxOfRateLimiter,
-  type RateLimiter,
-} from './ratelimit.js';
-export { RateLimitingQueue, type WorkQueueOptions } from './workqueue.js';
-export { explainServiceCIDR, type ServiceCIDRExplanation, type ServiceCIDRHolder } from './why.js';
 export {
   DEFAULT_GUARD_NAME,
   GUARD_API_VERSION,
@@ -57,3 +45,15 @@ export {
   type ServiceCIDRGuardSpec,
   validateServiceCIDRSpec,
 } from './guard.js';
+export { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
+export { formatLine, type KeyValues, klogLogger, type Logger, silentLogger } from './logger.js';
+export { type QueueMetrics, type QueueMetricsProvider, WorkqueueMetrics } from './metrics.js';
+export {
+  BucketRateLimiter,
+  defaultControllerRateLimiter,
+  ItemExponentialFailureRateLimiter,
+  MaxOfRateLimiter,
+  type RateLimiter,
+} from './ratelimit.js';
+export { explainServiceCIDR, type ServiceCIDRExplanation, type ServiceCIDRHolder } from './why.js';
+export { RateLimitingQueue, type WorkQueueOptions } from './workqueue.js';
