@@ -56,6 +56,7 @@ describe('servicecidr why (real kube-apiserver)', () => {
     await waitFor(
       'why-a Terminating',
       async () => ready(await readCIDR(net, 'why-a'))?.reason === 'Terminating',
+      90_000,
     );
     const x = await servicecidr.explainServiceCIDR(api.kubeConfig, 'why-a');
     expect(x).not.toBeNull();
