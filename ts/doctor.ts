@@ -6,6 +6,7 @@ import type { DoctorCheck, DoctorReport, DoctorSection } from './doctor-types.js
 import { loadNative, nativePath } from './native.js';
 import { sysctlSection } from './sysctl/doctor.js';
 import { usernsPoolSection } from './userns/doctor.js';
+import { DEFAULT_PODS_DIR, usernsReadinessChecks } from './userns/readiness.js';
 
 export type { CheckStatus, DoctorCheck, DoctorReport, DoctorSection } from './doctor-types.js';
 
@@ -50,7 +51,7 @@ function binding(): DoctorSection {
   }
 }
 
-async function userNamespaces(): Promise<DoctorSection> {
+async function userNamespaces(o: DoctorOptions): Promise<DoctorSection> {
   const max = await readProc('/proc/sys/user/max_user_namespaces');
   const n = max === null ? null : Number(max);
   const checks: DoctorCheck[] = [
@@ -60,6 +61,11 @@ async function userNamespaces(): Promise<DoctorSection> {
       value: n,
       detail: n === 0 ? 'user namespaces are disabled (sysctl user.max_user_namespaces=0)' : undefined,
     },
+    ...(await usernsReadinessChecks(
+      (await readProc('/proc/sys/kernel/osrelease')) ?? os.release(),
+      o.podsDir ?? DEFAULT_PODS_DIR,
+      o.criSocket === undefined ? undefined : { socket: o.criSocket, handler: o.runtimeHandler ?? '' },
+    )),
   ];
   return { section: 'user namespaces', checks };
 }
@@ -91,15 +97,25 @@ async function conntrack(): Promise<DoctorSection> {
   };
 }
 
+/** Options of `collect`. */
+export interface DoctorOptions {
+  /** The kubelet's pods directory, whose filesystem is probed for idmapped mounts (default `/var/lib/kubelet/pods`). */
+  podsDir?: string;
+  /** A CRI socket: also ask the runtime whether `runtimeHandler` supports user namespaces. */
+  criSocket?: string;
+  /** The RuntimeClass handler to check (default `''`, the runtime's default handler). */
+  runtimeHandler?: string;
+}
+
 /**
  * Checks what this node offers the subsystems (platform, binding, user namespaces, conntrack,
  * sysctls, the user-namespace ID pool). Never throws for a missing file or binary: reports it.
  */
-export async function collect(): Promise<DoctorReport> {
+export async function collect(options: DoctorOptions = {}): Promise<DoctorReport> {
   const sections = await Promise.all([
     platform(),
     Promise.resolve(binding()),
-    userNamespaces(),
+    userNamespaces(options),
     conntrack(),
     sysctlSection(),
     usernsPoolSection(),

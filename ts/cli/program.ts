@@ -7,6 +7,7 @@ import { registerConntrack } from './conntrack.js';
 import { registerDoctor } from './doctor.js';
 import { applyCliContract, CliExit, EXIT_FAILURE, EXIT_USAGE, guardStreams, warn } from './output.js';
 import { registerServicecidr } from './servicecidr.js';
+import { registerServicecidrGroup } from './servicecidr-group.js';
 import { registerSysctl } from './sysctl.js';
 import { registerUserns } from './userns.js';
 import { packageVersion, registerVersion } from './version.js';
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerConntrack(program);
   registerDoctor(program);
   registerServicecidr(program);
+  registerServicecidrGroup(program);
   registerSysctl(program);
   registerUserns(program);
   registerVersion(program);

@@ -119,6 +119,16 @@ export interface DeleteCheck {
   unparsable: string[];
 }
 
+/** An IPAddress inside a ServiceCIDR, as `CIDRIndex.holders` sees it. */
+export interface Holder {
+  /** Position in the `ips` argument. */
+  index: number;
+  /** The address, as upstream prints it. */
+  ip: string;
+  /** Sorted names of the other ServiceCIDRs containing it; empty: it blocks the deletion. */
+  takenOverBy: string[];
+}
+
 /**
  * ServiceCIDR names indexed by CIDR: a binary trie per family in Rust, so `containing(ip)`
  * costs O(prefix bits) rather than a scan of every ServiceCIDR. Results are sorted names.
@@ -196,20 +206,34 @@ export class CIDRIndex {
     cidrs: readonly string[],
     ips: readonly { name: string; family: string | undefined }[],
   ): DeleteCheck {
-    // null: the label is absent, which never matches a selector value, not even the empty
-    // "unknown" family of an unparsable CIDR.
-    const r = callNative(() =>
-      this.#n.canDelete(
-        name,
-        [...cidrs],
-        ips.map((i) => i.name),
-        ips.map((i) => i.family ?? null),
-      ),
-    );
+    const r = callNative(() => this.#n.canDelete(name, [...cidrs], ...scanArgs(ips)));
     return {
       outcome: r.outcome,
       ...(r.ip ? { ip: r.ip } : {}),
       unparsable: r.unparsable,
     };
   }
+
+  /**
+   * Every IPAddress `canDelete` weighs that lies inside ServiceCIDR `name`, with the other
+   * ServiceCIDRs containing each: the ones no other ServiceCIDR takes over block the deletion.
+   */
+  holders(
+    name: string,
+    cidrs: readonly string[],
+    ips: readonly { name: string; family: string | undefined }[],
+  ): { holders: Holder[]; unparsable: string[] } {
+    assertString('name', name);
+    return callNative(() => this.#n.holders(name, [...cidrs], ...scanArgs(ips)));
+  }
+}
+
+/** The binding's parallel arrays for an IPAddress scan. */
+function scanArgs(
+  ips: readonly { name: string; family: string | undefined }[],
+): [string[], (string | null)[]] {
+  if (!Array.isArray(ips)) throw new KubenodeTypeError('ips must be an array');
+  // null: the label is absent, which never matches a selector value, not even the empty
+  // "unknown" family of an unparsable CIDR.
+  return [ips.map((i) => i.name), ips.map((i) => i.family ?? null)];
 }

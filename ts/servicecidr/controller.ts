@@ -349,13 +349,7 @@ export class ServiceCIDRController {
   #canDelete(cidr: V1ServiceCIDR): boolean {
     const name = cidr.metadata?.name ?? '';
     const cidrs = (cidr.spec?.cidrs ?? []).filter((c): c is string => typeof c === 'string');
-    const managed: { name: string; family: string | undefined }[] = [];
-    for (const ip of this.#ips?.list() ?? []) {
-      const labels = ip.metadata?.labels ?? {};
-      if (labels[LABEL_MANAGED_BY] !== IPALLOCATOR_CONTROLLER_NAME || !ip.metadata?.name) continue;
-      managed.push({ name: ip.metadata.name, family: labels[LABEL_IP_FAMILY] });
-    }
-    const r = this.#index.canDelete(name, cidrs, managed);
+    const r = this.#index.canDelete(name, cidrs, allocatorIPs(this.#ips?.list() ?? []));
     for (const bad of r.unparsable) {
       this.#log.info(0, '[SHOULD NOT HAPPEN] unexpected error parsing IPAddress', { IPAddress: bad });
     }
@@ -432,6 +426,22 @@ export class ServiceCIDRController {
     );
     this.#written.record(written);
   }
+}
+
+/**
+ * The IPAddresses `canDeleteCIDR` weighs: those the API server's allocator manages, each with
+ * its family label (undefined when absent), in list order.
+ */
+export function allocatorIPs(
+  ips: readonly V1IPAddress[],
+): { name: string; family: string | undefined; ip: V1IPAddress }[] {
+  const managed: { name: string; family: string | undefined; ip: V1IPAddress }[] = [];
+  for (const ip of ips) {
+    const labels = ip.metadata?.labels ?? {};
+    if (labels[LABEL_MANAGED_BY] !== IPALLOCATOR_CONTROLLER_NAME || !ip.metadata?.name) continue;
+    managed.push({ name: ip.metadata.name, family: labels[LABEL_IP_FAMILY], ip });
+  }
+  return managed;
 }
 
 /** An object's resourceVersion as a number (etcd's revision), or undefined. */

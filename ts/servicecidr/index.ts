@@ -9,6 +9,7 @@ export {
   containsPrefix,
   type DeleteCheck,
   type DeleteCheckOutcome,
+  type Holder,
   type IPFamily,
   ipToAddr,
   overlapsPrefix,
@@ -32,6 +33,18 @@ export {
   ServiceCIDRController,
   type ServiceCIDRControllerOptions,
 } from './controller.js';
+export {
+  DEFAULT_GUARD_NAME,
+  GUARD_API_VERSION,
+  GUARD_KIND,
+  loadServiceCIDRGuard,
+  parseServiceCIDRGuard,
+  ServiceCIDRGuard,
+  ServiceCIDRGuardError,
+  type ServiceCIDRGuardRequest,
+  type ServiceCIDRGuardSpec,
+  validateServiceCIDRSpec,
+} from './guard.js';
 export { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 export { formatLine, type KeyValues, klogLogger, type Logger, silentLogger } from './logger.js';
 export { type QueueMetrics, type QueueMetricsProvider, WorkqueueMetrics } from './metrics.js';
@@ -42,4 +55,5 @@ export {
   MaxOfRateLimiter,
   type RateLimiter,
 } from './ratelimit.js';
+export { explainServiceCIDR, type ServiceCIDRExplanation, type ServiceCIDRHolder } from './why.js';
 export { RateLimitingQueue, type WorkQueueOptions } from './workqueue.js';

@@ -2,6 +2,7 @@
 
 export type { UsernsVerifyReport } from '../binding.js';
 export { type CheckPoolOptions, checkPool, type Misfit, type PoolCheck } from './check.js';
+export { decodeRuntimeHandlers, type RuntimeHandlerInfo, runtimeHandlers } from './cri.js';
 export { UsernsError, type UsernsErrorKind } from './errors.js';
 export { encodeFile, type Layout, type ListedPod, layout, listPods, parseFile } from './files.js';
 export {
@@ -18,6 +19,14 @@ export {
   type UserNsManagerOptions,
 } from './manager.js';
 export type { PoolOptions } from './pool-options.js';
+export {
+  type CriOptions,
+  DEFAULT_PODS_DIR,
+  type IdmapProbe,
+  kernelCheck,
+  probeIdmapMounts,
+  usernsReadinessChecks,
+} from './readiness.js';
 export {
   accountExists,
   defaultPool,

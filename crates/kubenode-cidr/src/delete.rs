@@ -57,24 +57,89 @@ impl CidrIndex {
         if has_parent {
             return DeleteCheck::ContainedInOther;
         }
+        let mut blocked = None;
+        self.scan_holders(cidrs, ips, unparsable, |_, addr, ids| {
+            if is_only_target(ids) {
+                blocked = Some(addr.to_string());
+                return false;
+            }
+            true
+        });
+        if let Some(ip) = blocked {
+            return DeleteCheck::BlockedBy { ip };
+        }
+        DeleteCheck::NoOrphans
+    }
+
+    /// Every IPAddress `canDeleteCIDR` looks at that lies inside the ServiceCIDR `name`, each
+    /// with the other ServiceCIDRs that contain it (empty: the IPAddress blocks the deletion).
+    /// In input order, each IPAddress once.
+    pub fn holders<S: AsRef<str>>(
+        &self,
+        name: &str,
+        cidrs: &[S],
+        ips: &[OrphanScan<'_>],
+        unparsable: &mut Vec<String>,
+    ) -> Vec<Holder> {
+        let target = self.id_of(name);
+        let mut seen = vec![false; ips.len()];
+        let mut out = Vec::new();
+        self.scan_holders(cidrs, ips, unparsable, |i, addr, ids| {
+            if target.is_some_and(|t| ids.contains(&t)) && !std::mem::replace(&mut seen[i], true) {
+                let others = ids
+                    .iter()
+                    .copied()
+                    .filter(|&id| Some(id) != target)
+                    .collect();
+                out.push(Holder {
+                    index: i,
+                    ip: addr.to_string(),
+                    taken_over_by: self.names(others),
+                });
+            }
+            true
+        });
+        out.sort_by_key(|h| h.index);
+        out
+    }
+
+    /// The scan of `canDeleteCIDR`: for each CIDR, the IPAddresses labelled with its family,
+    /// with the ids of every ServiceCIDR containing each; `visit` returns false to stop.
+    fn scan_holders<S: AsRef<str>>(
+        &self,
+        cidrs: &[S],
+        ips: &[OrphanScan<'_>],
+        unparsable: &mut Vec<String>,
+        mut visit: impl FnMut(usize, Addr, &[u32]) -> bool,
+    ) {
         for c in cidrs {
             // Upstream lists with the selector `ip-family=<family>`, which needs the label to be
             // present: an absent label never matches, not even the empty family of an
             // unparsable CIDR.
             let family = legacy_family_label(c.as_ref());
-            for ip in ips.iter().filter(|ip| ip.family_label == Some(family)) {
+            for (i, ip) in ips.iter().enumerate() {
+                if ip.family_label != Some(family) {
+                    continue;
+                }
                 let Ok(addr) = Addr::parse(ip.name) else {
                     unparsable.push(ip.name.to_string());
                     continue;
                 };
-                let ids = self.containing_ids(addr);
-                if is_only_target(&ids) {
-                    return DeleteCheck::BlockedBy {
-                        ip: addr.to_string(),
-                    };
+                if !visit(i, addr, &self.containing_ids(addr)) {
+                    return;
                 }
             }
         }
-        DeleteCheck::NoOrphans
     }
+}
+
+/// An IPAddress inside the ServiceCIDR being deleted (see [`CidrIndex::holders`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Position of the IPAddress in the input.
+    pub index: usize,
+    /// The address, as upstream prints it.
+    pub ip: String,
+    /// Sorted names of the other ServiceCIDRs containing it; empty when none would take it over.
+    pub taken_over_by: Vec<String>,
 }

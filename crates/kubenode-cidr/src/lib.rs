@@ -5,6 +5,7 @@
 mod addr;
 mod delete;
 mod error;
+pub mod guard;
 mod index;
 mod prefix;
 mod scan;
@@ -12,9 +13,10 @@ mod trie;
 mod validate;
 
 pub use addr::{ip_to_addr, Addr, Family};
-pub use delete::{DeleteCheck, OrphanScan};
+pub use delete::{DeleteCheck, Holder, OrphanScan};
 pub use error::CidrError;
+pub use guard::{Guard, GuardRequest, Operation};
 pub use index::CidrIndex;
 pub use prefix::{broadcast_address, prefix_contains_ip, Prefix};
 pub use scan::{scan_matches, Query};
-pub use validate::validate_cidr;
+pub use validate::{validate_cidr, validate_spec_cidrs};

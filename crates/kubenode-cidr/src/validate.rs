@@ -26,3 +26,33 @@ pub fn validate_cidr(s: &str) -> Vec<String> {
     }
     out
 }
+
+/// The API server's check of a whole `spec.cidrs` (upstream `validateServiceCIDRSpec`): one or
+/// two CIDRs, each valid, two only of different families. Messages name the field.
+pub fn validate_spec_cidrs<S: AsRef<str>>(cidrs: &[S]) -> Vec<String> {
+    if cidrs.is_empty() {
+        return vec!["spec.cidrs: Required value: at least one CIDR required".to_string()];
+    }
+    if cidrs.len() > 2 {
+        return vec!["spec.cidrs: Invalid value: may only hold up to 2 values".to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, c) in cidrs.iter().enumerate() {
+        for m in validate_cidr(c.as_ref()) {
+            out.push(format!(
+                "spec.cidrs[{i}]: Invalid value: {:?}: {m}",
+                c.as_ref()
+            ));
+        }
+    }
+    if let [a, b] = cidrs {
+        let fa = crate::delete::legacy_family_label(a.as_ref());
+        if fa == crate::delete::legacy_family_label(b.as_ref()) && !fa.is_empty() {
+            out.push(
+                "spec.cidrs: Invalid value: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"
+                    .to_string(),
+            );
+        }
+    }
+    out
+}

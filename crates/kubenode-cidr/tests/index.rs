@@ -245,3 +245,60 @@ fn can_delete_absent_family_label_never_matches() {
         }
     );
 }
+
+#[test]
+fn holders_lists_every_ip_inside_with_its_taker() {
+    let mut bad = Vec::new();
+    let mut ix = CidrIndex::new();
+    let cidrs = ["10.0.0.0/24", "2001:db8::/64"];
+    ix.upsert("gone", &cidrs);
+    ix.upsert("small", &["10.0.0.0/28"]);
+    ix.upsert("other", &["10.0.0.0/26"]);
+    let v = [
+        ("10.0.0.5", "IPv4"),   // inside small and other
+        ("10.1.0.5", "IPv4"),   // outside: not a holder
+        ("10.0.0.100", "IPv4"), // only in gone
+        ("2001:db8::7", "IPv6"),
+        // Wrong label: seen by the IPv6 CIDR's loop, as canDelete sees it.
+        ("10.0.0.200", "IPv6"),
+        ("not-an-ip", "IPv4"),
+    ];
+    let h = ix.holders("gone", &cidrs, &ips(&v), &mut bad);
+    let got: Vec<(usize, &str, Vec<String>)> = h
+        .iter()
+        .map(|h| (h.index, h.ip.as_str(), h.taken_over_by.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                0,
+                "10.0.0.5",
+                vec!["other".to_string(), "small".to_string()]
+            ),
+            (2, "10.0.0.100", vec![]),
+            (3, "2001:db8::7", vec![]),
+            (4, "10.0.0.200", vec![]),
+        ]
+    );
+    assert_eq!(bad, ["not-an-ip"]);
+    // The first holder no other ServiceCIDR takes is canDelete's blocker.
+    assert_eq!(
+        ix.can_delete("gone", &cidrs, &ips(&v), &mut Vec::new()),
+        DeleteCheck::BlockedBy {
+            ip: "10.0.0.100".into()
+        }
+    );
+    // Single-stack, the wrongly labelled address is out of sight, for both.
+    let v4 = ["10.0.0.0/24"];
+    let h = ix.holders("gone", &v4, &ips(&v[4..5]), &mut Vec::new());
+    assert!(h.is_empty());
+    assert_eq!(
+        ix.can_delete("gone", &v4, &ips(&v[4..5]), &mut Vec::new()),
+        DeleteCheck::NoOrphans
+    );
+    // A name not in the index holds nothing.
+    assert!(ix
+        .holders("absent", &cidrs, &ips(&v), &mut Vec::new())
+        .is_empty());
+}

@@ -9,6 +9,7 @@ mod conntrack;
 mod convert;
 mod errors;
 mod servicecidr;
+mod servicecidr_guard;
 mod staging;
 mod sysctl;
 mod userns;

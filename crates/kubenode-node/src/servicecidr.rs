@@ -81,6 +81,12 @@ pub fn servicecidr_validate(cidr: String) -> Vec<String> {
     validate_cidr(&cidr)
 }
 
+/// The API server's check of a whole `spec.cidrs`; empty when valid.
+#[napi]
+pub fn servicecidr_validate_spec(cidrs: Vec<String>) -> Vec<String> {
+    kubenode_cidr::validate_spec_cidrs(&cidrs)
+}
+
 #[napi]
 pub fn servicecidr_prefix_contains_ip(env: Env, cidr: String, ip: String) -> napi::Result<bool> {
     throwing(&env, || Ok(prefix_contains_ip(&prefix(&cidr)?, addr(&ip)?)))
@@ -219,20 +225,7 @@ impl JsServiceCidrIndex {
         families: Vec<Option<String>>,
     ) -> napi::Result<ServiceCidrDeleteCheck> {
         throwing(&env, || {
-            if ips.len() != families.len() {
-                return Err(err(
-                    ErrorCode::InvalidArg,
-                    "ips and families must have the same length",
-                ));
-            }
-            let scan: Vec<OrphanScan<'_>> = ips
-                .iter()
-                .zip(&families)
-                .map(|(n, f)| OrphanScan {
-                    name: n,
-                    family_label: f.as_deref(),
-                })
-                .collect();
+            let scan = orphan_scan(&ips, &families)?;
             let mut unparsable = Vec::new();
             let (outcome, ip) = match self.inner.can_delete(&name, &cidrs, &scan, &mut unparsable) {
                 DeleteCheck::ContainedInOther => (ServiceCidrDeleteOutcome::ContainedInOther, None),
@@ -246,4 +239,75 @@ impl JsServiceCidrIndex {
             })
         })
     }
+
+    /// Every IPAddress `canDelete` looks at that lies inside `name`, with the other ServiceCIDRs
+    /// containing each (empty: it blocks the deletion).
+    #[napi]
+    pub fn holders(
+        &self,
+        env: Env,
+        name: String,
+        cidrs: Vec<String>,
+        ips: Vec<String>,
+        families: Vec<Option<String>>,
+    ) -> napi::Result<ServiceCidrHolders> {
+        throwing(&env, || {
+            let scan = orphan_scan(&ips, &families)?;
+            let mut unparsable = Vec::new();
+            let holders = self
+                .inner
+                .holders(&name, &cidrs, &scan, &mut unparsable)
+                .into_iter()
+                .map(|h| ServiceCidrHolder {
+                    index: h.index as u32,
+                    ip: h.ip,
+                    taken_over_by: h.taken_over_by,
+                })
+                .collect();
+            Ok(ServiceCidrHolders {
+                holders,
+                unparsable,
+            })
+        })
+    }
+}
+
+/// `ips[i]` with family label `families[i]` (null when the label is absent).
+fn orphan_scan<'a>(
+    ips: &'a [String],
+    families: &'a [Option<String>],
+) -> Result<Vec<OrphanScan<'a>>> {
+    if ips.len() != families.len() {
+        return Err(err(
+            ErrorCode::InvalidArg,
+            "ips and families must have the same length",
+        ));
+    }
+    Ok(ips
+        .iter()
+        .zip(families)
+        .map(|(n, f)| OrphanScan {
+            name: n,
+            family_label: f.as_deref(),
+        })
+        .collect())
+}
+
+/// An IPAddress inside a ServiceCIDR and the other ServiceCIDRs that contain it.
+#[napi(object)]
+pub struct ServiceCidrHolder {
+    /// Position in the `ips` argument.
+    pub index: u32,
+    /// The address, as upstream prints it.
+    pub ip: String,
+    /// Sorted names of the other ServiceCIDRs containing it; empty: it blocks the deletion.
+    pub taken_over_by: Vec<String>,
+}
+
+/// What `holders` found.
+#[napi(object)]
+pub struct ServiceCidrHolders {
+    pub holders: Vec<ServiceCidrHolder>,
+    /// IPAddress names that are not addresses (skipped, as upstream does).
+    pub unparsable: Vec<String>,
 }

@@ -7,6 +7,7 @@ pub mod call_queue;
 pub mod config;
 mod error;
 pub mod fsio;
+pub mod idmap;
 pub mod json;
 mod manager;
 mod preflight;
@@ -16,6 +17,7 @@ pub mod verify;
 pub use call_queue::CallQueue;
 pub use config::{Config, Layout, PodsConfig};
 pub use error::{Error, ErrorKind, Result};
+pub use idmap::{probe_idmap_mounts, IdmapProbe, IdmapStatus, MIN_KERNEL_FOR_PODS};
 pub use json::{IdMapping, UserNamespace};
 pub use manager::{
     list_mappings, parse_file, read_pod_mapping, Allocation, ListedPod, Manager, Options,

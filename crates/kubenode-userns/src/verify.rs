@@ -52,7 +52,7 @@ pub struct VerifyReport {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-fn sys(what: &str) -> Error {
+pub(crate) fn sys(what: &str) -> Error {
     let e = std::io::Error::last_os_error();
     let kind = match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => ErrorKind::Permission,
@@ -63,19 +63,19 @@ fn sys(what: &str) -> Error {
 }
 
 /// Child-side messages: a tag byte, then three u32 values.
-const MSG_LEN: usize = 13;
+pub(crate) const MSG_LEN: usize = 13;
 const TAG_READY: u8 = 1;
 const TAG_RESULT: u8 = 2;
 const TAG_FAIL: u8 = 3;
 
-fn errno() -> i32 {
+pub(crate) fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// Closes every descriptor from 3 up except `keep` (both >= 3). Without an exec, O_CLOEXEC does
 /// nothing, and an inherited copy of the flock'ed pods-directory lock would keep the lock held
 /// for as long as this child lives.
-fn close_all_but(mut keep: [i32; 2]) {
+pub(crate) fn close_all_but(mut keep: [i32; 2]) {
     keep.sort_unstable();
     let mut lo = 3u32;
     for k in keep {
@@ -117,7 +117,7 @@ fn close_range(lo: u32, hi: u32) {
 /// each credential change, which clears the setting. The signal follows the forking thread,
 /// which waits for (and reaps) the child before `verify_mapping` returns; should it go first
 /// anyway, the closed pipe ends still end the child at its next read.
-fn follow_parent(parent: libc::pid_t) {
+pub(crate) fn follow_parent(parent: libc::pid_t) {
     // SAFETY: prctl/getppid/_exit are plain system calls.
     unsafe {
         libc::prctl(
@@ -208,12 +208,12 @@ fn child(
     }
 }
 
-struct Pipe {
-    r: i32,
-    w: i32,
+pub(crate) struct Pipe {
+    pub(crate) r: i32,
+    pub(crate) w: i32,
 }
 
-fn pipe() -> Result<Pipe> {
+pub(crate) fn pipe() -> Result<Pipe> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills the two-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -225,7 +225,7 @@ fn pipe() -> Result<Pipe> {
     })
 }
 
-fn close(fd: &mut i32) {
+pub(crate) fn close(fd: &mut i32) {
     if *fd >= 0 {
         // SAFETY: closes a descriptor this module opened, once.
         unsafe { libc::close(*fd) };
@@ -233,7 +233,7 @@ fn close(fd: &mut i32) {
     }
 }
 
-fn read_msg(fd: i32) -> Option<[u8; MSG_LEN]> {
+pub(crate) fn read_msg(fd: i32) -> Option<[u8; MSG_LEN]> {
     let mut m = [0u8; MSG_LEN];
     let mut got = 0;
     while got < MSG_LEN {

@@ -10,7 +10,7 @@ mod types;
 use std::path::Path;
 
 use kubenode_userns::{
-    Config as UsernsPoolConfig, Layout as UsernsLayout, PodsConfig as UsernsConfig,
+    Config as UsernsPoolConfig, IdmapProbe, Layout as UsernsLayout, PodsConfig as UsernsConfig,
     PoolCheck as UsernsPoolCheck, UserNamespace, VerifyReport,
 };
 use napi::bindgen_prelude::AsyncTask;
@@ -82,6 +82,40 @@ pub fn userns_list(pods_dir: String) -> AsyncTask<CoreTask<Outcome<Vec<UsernsLis
 #[napi(ts_return_type = "Promise<Outcome<UsernsPoolCheck>>")]
 pub fn userns_check_pool(config: UsernsConfig) -> AsyncTask<CoreTask<Outcome<UsernsPoolCheck>>> {
     CoreTask::run(move || kubenode_userns::check_pool(&config.pods_dir(), config.config()).into())
+}
+
+/// Whether a kernel release is new enough for pods with user namespaces.
+#[napi(object)]
+pub struct UsernsKernelCheck {
+    /// The minimum, e.g. `6.3`.
+    pub min: String,
+    /// The release is at least `min`.
+    pub ok: bool,
+}
+
+/// Compares kernel `release` (`ParseGeneric` syntax) with the minimum for pods with user
+/// namespaces; throws `ERR_KUBENODE_PARSE` for a release it cannot read.
+#[napi]
+pub fn userns_kernel_check(env: Env, release: String) -> napi::Result<UsernsKernelCheck> {
+    throwing(&env, || {
+        let v = kubenode_sysctl::KernelVersion::parse(&release)
+            .map_err(|e| err(ErrorCode::Parse, e))?;
+        let min = kubenode_userns::MIN_KERNEL_FOR_PODS;
+        Ok(UsernsKernelCheck {
+            min: min.map(|c| c.to_string()).join("."),
+            ok: v.at_least(&min),
+        })
+    })
+}
+
+/// Whether idmapped mounts work on a scratch tmpfs (when `tmpfs`) and on each directory's
+/// filesystem, probed on detached mounts with a throwaway user namespace. Needs root.
+#[napi(ts_return_type = "Promise<Array<IdmapProbe>>")]
+pub fn userns_probe_idmap(tmpfs: bool, paths: Vec<String>) -> AsyncTask<CoreTask<Vec<IdmapProbe>>> {
+    CoreTask::run(move || {
+        let paths: Vec<_> = paths.iter().map(std::path::PathBuf::from).collect();
+        kubenode_userns::probe_idmap_mounts(tmpfs, &paths)
+    })
 }
 
 /// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
