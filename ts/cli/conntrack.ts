@@ -12,6 +12,7 @@ import {
   daemonLogger,
   daemonRegistry,
   durationFlag,
+  fail,
   startHealth,
 } from './daemon.js';
 import { MAX_TIMER } from './duration.js';
@@ -33,6 +34,19 @@ function family(v: string | undefined): conntrack.IPFamily {
   if (f === 'ipv4' || f === '4') return 'IPv4';
   if (f === 'ipv6' || f === '6') return 'IPv6';
   badInput(`unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)`);
+}
+
+/** `--conntrack-full-threshold`: a number the core checks; anything else exits 2. */
+function fullThreshold(command: string, v: string): number {
+  const t = v.trim() === '' ? Number.NaN : Number(v);
+  try {
+    return conntrack.checkFullThreshold(t);
+  } catch (e) {
+    fail(
+      command,
+      `invalid argument ${JSON.stringify(v)} for "--conntrack-full-threshold" flag: ${(e as Error).message}`,
+    );
+  }
 }
 
 /** Reads a services or endpoints table file (one JSON/YAML document). */
@@ -231,6 +245,11 @@ export function registerConntrack(program: Command): void {
     )
     .option('--node-name <name>', "this node's name: failed passes become Warning Events on the Node")
     .option('--hostname-override <name>', "kube-proxy's spelling of --node-name")
+    .option(
+      '--conntrack-full-threshold <fraction>',
+      'fraction of nf_conntrack_max at which the table is nearly full: a Warning Event on the Node per crossing (0: off)',
+      '0.9',
+    )
     .action(
       async (
         o: DaemonFlags & {
@@ -243,11 +262,13 @@ export function registerConntrack(program: Command): void {
           metricsBindAddress: string;
           nodeName?: string;
           hostnameOverride?: string;
+          conntrackFullThreshold: string;
         },
       ) => {
         const k8s = kubernetesVersion(o.kubernetesVersion);
         const command = 'conntrack reconcile';
         const period = durationFlag(command, '--min-sync-period', o.minSyncPeriod);
+        const threshold = fullThreshold(command, o.conntrackFullThreshold);
         // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
         const log = daemonLogger(command, o);
         const kc = (await daemonKubeConfig(command, o, log)).kubeConfig;
@@ -279,6 +300,7 @@ export function registerConntrack(program: Command): void {
             kubernetesVersion: k8s,
             minSyncPeriodMs: period,
             nodeName,
+            fullThreshold: threshold,
             metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>
               json
@@ -294,6 +316,7 @@ export function registerConntrack(program: Command): void {
           });
           r = rec;
           conntrack.watchRestartsMetric(registry, () => rec.watchRestarts);
+          conntrack.tableMetrics(registry, () => rec.tableStats());
           // A bad listener address is a usage error (CliExit 2) and passes through.
           server = await startHealth(
             command,

@@ -69,7 +69,7 @@ pub struct TableStats {
     pub max: u32,
     /// One per possible CPU, in CPU order.
     pub per_cpu: Vec<CpuStats>,
-    /// `per_cpu` summed.
+    /// The per-CPU counters summed.
     pub total: StatsTotal,
 }
 
