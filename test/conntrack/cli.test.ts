@@ -125,6 +125,31 @@ describe('kubenode conntrack list', () => {
     }
   });
 
+  it('reconcile refuses a --conntrack-full-threshold that is not a fraction from 0 to 1 with exit 2', () => {
+    const range = (v: string) =>
+      `conntrack full threshold must be a fraction of nf_conntrack_max from 0 (off) to 1, got ${v}`;
+    const cases: [string, string][] = [
+      ['abc', 'not a number'],
+      ['', 'not a number'],
+      ['1.5', range('1.5')],
+      ['-0.1', range('-0.1')],
+      ['Infinity', range('inf')],
+    ];
+    for (const [bad, why] of cases) {
+      const r = cli([
+        'reconcile',
+        '--kubeconfig',
+        '/nonexistent/kubeconfig',
+        '--conntrack-full-threshold',
+        bad,
+      ]);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `kubenode conntrack reconcile: invalid argument ${JSON.stringify(bad)} for "--conntrack-full-threshold" flag: ${why}\n`,
+      );
+    }
+  });
+
   it('rejects an unknown family or output format with exit 2', () => {
     const fam = cli(['list', '--family', 'ipv5']);
     expect(fam.status).toBe(2);

@@ -38,14 +38,14 @@ function family(v: string | undefined): conntrack.IPFamily {
 
 /** `--conntrack-full-threshold`: a number the core checks; anything else exits 2. */
 function fullThreshold(command: string, v: string): number {
+  const bad = (why: string): never =>
+    fail(command, `invalid argument ${JSON.stringify(v)} for "--conntrack-full-threshold" flag: ${why}`);
   const t = v.trim() === '' ? Number.NaN : Number(v);
+  if (Number.isNaN(t)) bad('not a number');
   try {
     return conntrack.checkFullThreshold(t);
   } catch (e) {
-    fail(
-      command,
-      `invalid argument ${JSON.stringify(v)} for "--conntrack-full-threshold" flag: ${(e as Error).message}`,
-    );
+    return bad((e as Error).message);
   }
 }
 

@@ -72,7 +72,10 @@ export interface TableHealthOptions {
   threshold?: number;
   /** Called once per crossing of the threshold with the core's message. */
   onNearlyFull?: (message: string, stats: TableStats) => void;
-  /** Called with each failed reading; the last good one stands. */
+  /**
+   * Called with the first failed reading after a good one (the last good one stands). A
+   * handle that never read, such as a closed one, reports through its other operations.
+   */
   onError?: (err: unknown) => void;
 }
 
@@ -87,6 +90,8 @@ export class TableHealth {
   #last: TableStats | undefined;
   #reading: Promise<TableStats | undefined> | undefined;
   #raised = false;
+  /** The last reading succeeded: the next failure is reported. */
+  #healthy = false;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(ct: Conntrack, options: TableHealthOptions = {}) {
@@ -112,11 +117,13 @@ export class TableHealth {
       .then(
         (s) => {
           this.#last = s;
+          this.#healthy = true;
           this.#observe(s);
           return s;
         },
         (e: unknown) => {
-          this.#call(() => this.#opts.onError?.(e));
+          if (this.#healthy) this.#call(() => this.#opts.onError?.(e));
+          this.#healthy = false;
           return this.#last;
         },
       )
