@@ -183,17 +183,16 @@ export class TableHealth {
 /**
  * Registers the table metrics on `registry`, read from `read()` at scrape time (the entries
  * gauges, and the per-CPU counters summed, which follow the kernel's own values: they restart
- * only with the namespace). A scrape before the first good reading reports nothing.
+ * only with the namespace). Every series reads 0 until the first good reading.
  */
 export function tableMetrics(registry: Registry, read: () => Promise<TableStats | undefined>): void {
   const { Counter, Gauge } = promClient();
-  // One reading per scrape, shared by every metric of the table.
+  // One reading per scrape, shared by every metric of the table: a scrape starts every
+  // metric's collect() before any reading can settle.
   let scrape: Promise<TableStats | undefined> | undefined;
   const stats = () => {
     scrape ??= read().finally(() => {
-      setImmediate(() => {
-        scrape = undefined;
-      });
+      scrape = undefined;
     });
     return scrape;
   };
