@@ -133,7 +133,7 @@ function textLine(write: (s: string) => void, line: string): void {
 export function registerConntrack(program: Command): void {
   const ct = program
     .command('conntrack')
-    .description('conntrack table: list, stale UDP flow cleanup, reconciler');
+    .description('conntrack table: list, stats, stale UDP flow cleanup, reconciler');
 
   addOutputOption(
     ct
@@ -158,6 +158,27 @@ export function registerConntrack(program: Command): void {
       else {
         for (const f of r.flows) out(`${fmtFlow(f)}\n`);
         warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
+      }
+    });
+  });
+
+  addOutputOption(
+    ct
+      .command('stats')
+      .description('entry count, nf_conntrack_max and per-CPU counters (like conntrack -C and -S)')
+      .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
+  ).action(async (o: TableFlags) => {
+    const fmt = outputFormat(o);
+    await withHandle(o.netns, async (handle) => {
+      const s = await handle.stats();
+      if (fmt !== 'text') return printStructured(fmt, s);
+      out(`entries ${s.count} of ${s.max === 0 ? 'no limit' : s.max}\n`);
+      // conntrack -S's layout, with the API's counter names in snake case.
+      for (const { cpu, ...counters } of s.perCpu) {
+        const fields = Object.entries(counters).map(
+          ([k, v]) => `${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}=${v}`,
+        );
+        out(`cpu=${cpu} ${fields.join(' ')}\n`);
       }
     });
   });
