@@ -1,13 +1,9 @@
 //! The core's synchronous rules: the stale-flow protocols, read once by the reconciler's
-//! cleanup-required gate, the release checks and sysctl rule `applyConntrackSysctls` reads, and
-//! the nearly-full table warning.
+//! cleanup-required gate, and the release checks and sysctl rule `applyConntrackSysctls` reads.
 
 use napi::Env;
 use napi_derive::napi;
 
-use kubenode_conntrack::FullAlarm as ConntrackFullAlarm;
-
-use super::convert::{to_js, u32_of};
 use crate::convert::{integer, k8s_version};
 use crate::errors::throwing;
 
@@ -47,22 +43,5 @@ pub fn conntrack_max_writes(
         Ok(kubenode_conntrack::writes_conntrack_max(
             k8s, current, wanted,
         ))
-    })
-}
-
-/// The nearly-full table rule for one reading: `raised` is whether the warning stood before it;
-/// the result says whether it stands now and, on a new crossing, the warning's message. Throws
-/// the typed error for a threshold outside 0 (off) to 1.
-#[napi]
-pub fn conntrack_full_alarm(
-    env: Env,
-    raised: bool,
-    count: f64,
-    max: f64,
-    threshold: f64,
-) -> napi::Result<ConntrackFullAlarm> {
-    throwing(&env, || {
-        let (count, max) = (u32_of("count", count)?, u32_of("max", max)?);
-        kubenode_conntrack::full_alarm(raised, count, max, threshold).map_err(to_js)
     })
 }
