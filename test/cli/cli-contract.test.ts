@@ -88,6 +88,8 @@ describe('exit codes', () => {
       ['conntrack', 'bogus'],
       ['conntrack', 'list', '--bogus'],
       ['conntrack', 'list', '--family', 'ipv5'],
+      ['conntrack', 'stats', '--bogus'],
+      ['conntrack', 'stats', '-o', 'xml'],
       ['conntrack', 'clean'],
       ['conntrack', 'clean', '--services', pod],
       ['conntrack', 'reconcile'],

@@ -86,7 +86,13 @@ describe('kubenode completion', () => {
         .split('\n')
         .filter((l) => l !== '');
     expect(complete(['kubenode', 'con'])).toEqual(['conntrack']);
-    expect(complete(['kubenode', 'conntrack', ''])).toEqual(['list', 'clean', 'reconcile', '--help']);
+    expect(complete(['kubenode', 'conntrack', ''])).toEqual([
+      'list',
+      'stats',
+      'clean',
+      'reconcile',
+      '--help',
+    ]);
     expect(complete(['kubenode', 'conntrack', 'list', '-f', 'ipv4', '--ne'])).toEqual(['--netns']);
     expect(complete(['kubenode', 'sysctl', 'policy', 're'])).toEqual(['render']);
   });

@@ -1,7 +1,7 @@
-// `kubenode conntrack list|clean` as processes inside a throwaway namespace (`ip netns exec`),
+// `kubenode conntrack list|stats|clean` as processes inside a throwaway namespace (`ip netns exec`),
 // with nftables DNAT and real UDP flows; `conntrack -L` is the reference.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -122,6 +122,54 @@ describe('kubenode conntrack list', () => {
       const r = cli(['reconcile', '--kubeconfig', '/nonexistent/kubeconfig', '--min-sync-period', bad]);
       expect(r.status, r.stderr).toBe(2);
       expect(r.stderr).toBe(`kubenode conntrack reconcile: ${msg}\n`);
+    }
+  });
+
+  it('stats prints the count, the limit and one conntrack -S line per CPU; -o json the library value', () => {
+    const count = ns.exec('conntrack', ['-C']).trim();
+    const max = readFileSync('/proc/sys/net/netfilter/nf_conntrack_max', 'utf8').trim();
+    const r = cli(['stats']);
+    expect(r.status, r.stderr).toBe(0);
+    const [head, ...cpus] = r.stdout.trimEnd().split('\n');
+    expect(head).toBe(`entries ${count} of ${max}`);
+    const tools = ns.exec('conntrack', ['-S']).trimEnd().split('\n');
+    expect(cpus).toHaveLength(tools.length);
+    cpus.forEach((line, i) => {
+      expect(line).toMatch(
+        /^cpu=\d+ found=\d+ invalid=\d+ insert=\d+ insert_failed=\d+ drop=\d+ early_drop=\d+ error=\d+ search_restart=\d+ clash_resolve=\d+ chain_toolong=\d+$/,
+      );
+      expect(line.split(' ')[0]).toBe(tools[i]?.trim().split(/\s+/)[0]);
+    });
+    const json = cli(['stats', '-o', 'json']);
+    expect(json.status, json.stderr).toBe(0);
+    const v = JSON.parse(json.stdout) as conntrack.TableStats;
+    expect(v).toMatchObject({ count: Number(count), max: Number(max) });
+    expect(v.perCpu).toHaveLength(tools.length);
+    expect(Object.keys(v.total)).toContain('earlyDrop');
+  });
+
+  it('reconcile refuses a --conntrack-full-threshold that is not a fraction from 0 to 1 with exit 2', () => {
+    const range = (v: string) =>
+      `conntrack full threshold must be a fraction of nf_conntrack_max from 0 (off) to 1, got ${v}`;
+    const cases: [string, string][] = [
+      ['abc', 'not a number'],
+      ['', 'not a number'],
+      ['1.5', range('1.5')],
+      ['-0.1', range('-0.1')],
+      ['Infinity', range('inf')],
+    ];
+    for (const [bad, why] of cases) {
+      const r = cli([
+        'reconcile',
+        '--kubeconfig',
+        '/nonexistent/kubeconfig',
+        '--conntrack-full-threshold',
+        bad,
+      ]);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toBe(
+        `kubenode conntrack reconcile: invalid argument ${JSON.stringify(bad)} for "--conntrack-full-threshold" flag: ${why}\n`,
+      );
     }
   });
 

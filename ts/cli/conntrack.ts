@@ -12,6 +12,7 @@ import {
   daemonLogger,
   daemonRegistry,
   durationFlag,
+  fail,
   startHealth,
 } from './daemon.js';
 import { MAX_TIMER } from './duration.js';
@@ -33,6 +34,19 @@ function family(v: string | undefined): conntrack.IPFamily {
   if (f === 'ipv4' || f === '4') return 'IPv4';
   if (f === 'ipv6' || f === '6') return 'IPv6';
   badInput(`unknown family ${JSON.stringify(v)} (want ipv4 or ipv6)`);
+}
+
+/** `--conntrack-full-threshold`: a number the core checks; anything else exits 2. */
+function fullThreshold(command: string, v: string): number {
+  const bad = (why: string): never =>
+    fail(command, `invalid argument ${JSON.stringify(v)} for "--conntrack-full-threshold" flag: ${why}`);
+  const t = v.trim() === '' ? Number.NaN : Number(v);
+  if (Number.isNaN(t)) bad('not a number');
+  try {
+    return conntrack.checkFullThreshold(t);
+  } catch (e) {
+    return bad((e as Error).message);
+  }
 }
 
 /** Reads a services or endpoints table file (one JSON/YAML document). */
@@ -119,7 +133,7 @@ function textLine(write: (s: string) => void, line: string): void {
 export function registerConntrack(program: Command): void {
   const ct = program
     .command('conntrack')
-    .description('conntrack table: list, stale UDP flow cleanup, reconciler');
+    .description('conntrack table: list, stats, stale UDP flow cleanup, reconciler');
 
   addOutputOption(
     ct
@@ -144,6 +158,27 @@ export function registerConntrack(program: Command): void {
       else {
         for (const f of r.flows) out(`${fmtFlow(f)}\n`);
         warn(`${r.flows.length} flow entries${r.partial ? ' (partial: dump interrupted)' : ''}`);
+      }
+    });
+  });
+
+  addOutputOption(
+    ct
+      .command('stats')
+      .description('entry count, nf_conntrack_max and per-CPU counters (like conntrack -C and -S)')
+      .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
+  ).action(async (o: TableFlags) => {
+    const fmt = outputFormat(o);
+    await withHandle(o.netns, async (handle) => {
+      const s = await handle.stats();
+      if (fmt !== 'text') return printStructured(fmt, s);
+      out(`entries ${s.count} of ${s.max === 0 ? 'no limit' : s.max}\n`);
+      // conntrack -S's layout, with the API's counter names in snake case.
+      for (const { cpu, ...counters } of s.perCpu) {
+        const fields = Object.entries(counters).map(
+          ([k, v]) => `${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}=${v}`,
+        );
+        out(`cpu=${cpu} ${fields.join(' ')}\n`);
       }
     });
   });
@@ -231,6 +266,11 @@ export function registerConntrack(program: Command): void {
     )
     .option('--node-name <name>', "this node's name: failed passes become Warning Events on the Node")
     .option('--hostname-override <name>', "kube-proxy's spelling of --node-name")
+    .option(
+      '--conntrack-full-threshold <fraction>',
+      'fraction of nf_conntrack_max at which the table is nearly full: a Warning Event on the Node per crossing (0: off)',
+      '0.9',
+    )
     .action(
       async (
         o: DaemonFlags & {
@@ -243,11 +283,13 @@ export function registerConntrack(program: Command): void {
           metricsBindAddress: string;
           nodeName?: string;
           hostnameOverride?: string;
+          conntrackFullThreshold: string;
         },
       ) => {
         const k8s = kubernetesVersion(o.kubernetesVersion);
         const command = 'conntrack reconcile';
         const period = durationFlag(command, '--min-sync-period', o.minSyncPeriod);
+        const threshold = fullThreshold(command, o.conntrackFullThreshold);
         // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
         const log = daemonLogger(command, o);
         const kc = (await daemonKubeConfig(command, o, log)).kubeConfig;
@@ -279,6 +321,7 @@ export function registerConntrack(program: Command): void {
             kubernetesVersion: k8s,
             minSyncPeriodMs: period,
             nodeName,
+            fullThreshold: threshold,
             metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>
               json
@@ -294,6 +337,7 @@ export function registerConntrack(program: Command): void {
           });
           r = rec;
           conntrack.watchRestartsMetric(registry, () => rec.watchRestarts);
+          conntrack.tableMetrics(registry, () => rec.tableStats());
           // A bad listener address is a usage error (CliExit 2) and passes through.
           server = await startHealth(
             command,

@@ -1,6 +1,12 @@
 // The Conntrack handle: one persistent ctnetlink socket owned by the Rust core. Every netlink
 // operation runs off the JS thread and returns a Promise.
-import type { ConntrackBatchReport, Conntrack as NativeConntrack } from '../binding.js';
+import type {
+  ConntrackBatchReport,
+  ConntrackCpuStats,
+  ConntrackStats,
+  ConntrackStatsTotal,
+  Conntrack as NativeConntrack,
+} from '../binding.js';
 import { assertString, describe, KubenodeTypeError, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 import { ConntrackClosedError, conntrackError } from './errors.js';
@@ -75,6 +81,16 @@ export interface OpenOptions {
   /** Network namespace file, e.g. `/var/run/netns/NAME`; default: this process's. */
   netns?: string;
 }
+
+/** Per-CPU counters of one namespace's conntrack (`conntrack -S`); each wraps at 2^32. */
+export type CpuStats = ConntrackCpuStats;
+/** The per-CPU counters summed. */
+export type StatsTotal = ConntrackStatsTotal;
+/**
+ * Result of `Conntrack.stats`: `count` entries of at most `max` (`nf_conntrack_max`, 0 for no
+ * limit), the per-CPU counters, and their sums.
+ */
+export type TableStats = ConntrackStats;
 
 /** Live progress of a cleanup pass (`cleanStaleEntries`) running on a handle. */
 export interface Progress {
@@ -250,6 +266,20 @@ export class Conntrack {
   /** kube-proxy's `DeleteEntries`: the count of deleted (or already gone) flows. */
   async deleteEntries(family: IPFamily, flows: Flow[]): Promise<number> {
     return (await this.delete(family, flows)).deleted;
+  }
+
+  /**
+   * Entry count, limit and per-CPU counters of the handle's namespace (`conntrack -C` and
+   * `conntrack -S` in one call): two small requests, no walk of the table.
+   */
+  async stats(): Promise<TableStats> {
+    let task: ReturnType<NativeConntrack['stats']>;
+    try {
+      task = handleOf(this).stats();
+    } catch (e) {
+      throw conntrackError(e);
+    }
+    return outcomeValue(await task, 'conntrack');
   }
 
   /** Progress of a running cleanup pass on this handle. */

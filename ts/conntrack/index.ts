@@ -12,6 +12,7 @@ export {
 } from './clean.js';
 export {
   Conntrack,
+  type CpuStats,
   type DeleteResult,
   type Flow,
   type FlowTuple,
@@ -19,6 +20,8 @@ export {
   type ListResult,
   type OpenOptions,
   type Progress,
+  type StatsTotal,
+  type TableStats,
 } from './client.js';
 export {
   ConntrackClosedError,
@@ -59,4 +62,16 @@ export {
   durationSeconds,
   type SysctlAction,
 } from './sysctls.js';
+export {
+  checkFullThreshold,
+  DEFAULT_CHECK_PERIOD_MS,
+  DEFAULT_FULL_THRESHOLD,
+  ENTRIES,
+  ENTRIES_LIMIT,
+  REASON_TABLE_NEARLY_FULL,
+  STAT_COUNTERS,
+  TableHealth,
+  type TableHealthOptions,
+  tableMetrics,
+} from './table-health.js';
 export type { EndpointEntry, EndpointsTable, IPFamily, ServiceEntry } from './tables.js';

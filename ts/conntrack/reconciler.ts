@@ -20,10 +20,11 @@ import {
 } from '../kube/informer.js';
 import { clientNode } from '../peers.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
-import { Conntrack } from './client.js';
+import { Conntrack, type TableStats } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import { conntrackKubernetesVersion } from './release.js';
+import { checkFullThreshold, REASON_TABLE_NEARLY_FULL, TableHealth } from './table-health.js';
 import type { IPFamily } from './tables.js';
 
 /** Informer failures go to `onError`, not to a log. */
@@ -74,6 +75,14 @@ export interface ReconcilerOptions {
    * without it.
    */
   nodeName?: string;
+  /**
+   * Fraction of `nf_conntrack_max` at which the table is nearly full (default 0.9; 0 turns the
+   * warning off): each crossing is a Warning Event (reason `ConntrackTableNearlyFull`) about
+   * the Node, once until usage falls back below the re-arm point. Checked by the constructor.
+   */
+  fullThreshold?: number;
+  /** How often the table's count is read for that warning (default 10000 ms). */
+  tableCheckPeriodMs?: number;
 }
 
 export const REASON_CLEANUP_FAILED = 'ConntrackCleanupFailed';
@@ -147,6 +156,7 @@ export class StaleFlowReconciler {
   /** Families whose last pass failed: the next resync retries them even with no change. */
   readonly #owed = new Set<IPFamily>();
   #resync: NodeJS.Timeout | undefined;
+  #health: TableHealth | undefined;
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
@@ -155,6 +165,7 @@ export class StaleFlowReconciler {
     this.#opts = options;
     // A release kubenode has no rules for fails here, not at the first pass.
     if (options.kubernetesVersion !== undefined) conntrackKubernetesVersion(options.kubernetesVersion);
+    if (options.fullThreshold !== undefined) checkFullThreshold(options.fullThreshold);
     this.#families = options.families ?? ['IPv4', 'IPv6'];
     for (const f of this.#families) this.#gates.set(f, new CleanupGate());
   }
@@ -171,6 +182,12 @@ export class StaleFlowReconciler {
       if (this.#ownCt) this.#ct.close();
       return;
     }
+    this.#health = new TableHealth(this.#ct, {
+      ...(this.#opts.fullThreshold !== undefined ? { threshold: this.#opts.fullThreshold } : {}),
+      onNearlyFull: (message) => this.#warn(REASON_TABLE_NEARLY_FULL, message),
+      onError: (e) => this.#report(e),
+    });
+    this.#health.start(this.#opts.tableCheckPeriodMs);
     const { CoreV1Api, DiscoveryV1Api } = clientNode();
     const core = this.#kc.makeApiClient(CoreV1Api);
     const disc = this.#kc.makeApiClient(DiscoveryV1Api);
@@ -243,8 +260,21 @@ export class StaleFlowReconciler {
     return (this.#services?.restarts ?? 0) + (this.#slices?.restarts ?? 0);
   }
 
-  /** A Warning Event about this Node (kube-proxy's node reference: the name doubles as UID). */
+  /**
+   * A reading of the table (for metrics): fresh, or the previous one while a pass holds the
+   * handle; none before `start()`.
+   */
+  async tableStats(): Promise<TableStats | undefined> {
+    return this.#health?.current();
+  }
+
   #cleanupFailed(family: IPFamily, err: unknown): void {
+    const message = `${family} conntrack cleanup failed: ${err instanceof Error ? err.message : String(err)}`;
+    this.#warn(REASON_CLEANUP_FAILED, message);
+  }
+
+  /** A Warning Event about this Node (kube-proxy's node reference: the name doubles as UID). */
+  #warn(reason: string, message: string): void {
     const node = this.#opts.nodeName;
     if (!node) return;
     this.#events ??= new EventRecorder({
@@ -254,8 +284,7 @@ export class StaleFlowReconciler {
       // Event write failures reach onError like any other failure.
       log: { info() {}, error: (msg, e) => this.#report(e instanceof Error ? e : new Error(msg)) },
     });
-    const message = `${family} conntrack cleanup failed: ${err instanceof Error ? err.message : String(err)}`;
-    void this.#events.warning({ kind: 'Node', name: node, uid: node }, REASON_CLEANUP_FAILED, message);
+    void this.#events.warning({ kind: 'Node', name: node, uid: node }, reason, message);
   }
 
   /** Hands an error to `onError`; the callback's own exception must not take the process down. */
@@ -365,12 +394,15 @@ export class StaleFlowReconciler {
     while (this.#timer || this.#syncing) {
       await (this.#syncing ?? new Promise((r) => setTimeout(r, 20)));
     }
+    await this.#health?.flush();
     await this.#events?.flush();
   }
 
   /** Stops the watches and timers, waits for a running pass, and closes a handle it opened. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#health?.stop();
+    await this.#health?.flush();
     this.#events?.shutdown();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;

@@ -31,6 +31,7 @@ pub const NFNL_SUBSYS_CTNETLINK: u16 = 1;
 pub const IPCTNL_MSG_CT_NEW: u16 = 0;
 pub const IPCTNL_MSG_CT_GET: u16 = 1;
 pub const IPCTNL_MSG_CT_DELETE: u16 = 2;
+pub const IPCTNL_MSG_CT_GET_STATS_CPU: u16 = 4;
 pub const IPCTNL_MSG_CT_GET_STATS: u16 = 5;
 pub const fn ct_type(op: u16) -> u16 {
     (NFNL_SUBSYS_CTNETLINK << 8) | op
@@ -70,8 +71,22 @@ pub const CTA_FILTER_FLAG_PROTO_NUM: u32 = 1 << 3;
 pub const CTA_FILTER_FLAG_PROTO_SRC_PORT: u32 = 1 << 4;
 pub const CTA_FILTER_FLAG_PROTO_DST_PORT: u32 = 1 << 5;
 
-/// `ctattr_stats_global`: the entry count of `IPCTNL_MSG_CT_GET_STATS`.
+/// `ctattr_stats_global`: the entry count and limit of `IPCTNL_MSG_CT_GET_STATS`.
 pub const CTA_STATS_GLOBAL_ENTRIES: u16 = 1;
+pub const CTA_STATS_GLOBAL_MAX_ENTRIES: u16 = 2;
+
+/// `ctattr_stats_cpu`: the counters of one `IPCTNL_MSG_CT_GET_STATS_CPU` message.
+pub const CTA_STATS_SEARCHED: u16 = 1;
+pub const CTA_STATS_FOUND: u16 = 2;
+pub const CTA_STATS_INVALID: u16 = 4;
+pub const CTA_STATS_INSERT: u16 = 8;
+pub const CTA_STATS_INSERT_FAILED: u16 = 9;
+pub const CTA_STATS_DROP: u16 = 10;
+pub const CTA_STATS_EARLY_DROP: u16 = 11;
+pub const CTA_STATS_ERROR: u16 = 12;
+pub const CTA_STATS_SEARCH_RESTART: u16 = 13;
+pub const CTA_STATS_CLASH_RESOLVE: u16 = 14;
+pub const CTA_STATS_CHAIN_TOOLONG: u16 = 15;
 
 pub const IPPROTO_TCP: u8 = 6;
 pub const IPPROTO_UDP: u8 = 17;

@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::attr::{be32, parse_ack, Attrs, MsgBuf, Msgs};
+use crate::attr::{parse_ack, MsgBuf, Msgs};
 use crate::conntrack::Conntrack;
 use crate::consts::*;
 use crate::error::{from_errno, Error, Result};
@@ -143,31 +143,7 @@ impl Conntrack {
 
     /// Entries in the table of this handle's network namespace, all families.
     pub fn table_count(&mut self) -> Result<u64> {
-        let seq = self.next_seq();
-        self.out.clear();
-        let m = self.out.begin_msg(
-            ct_type(IPCTNL_MSG_CT_GET_STATS),
-            NLM_F_REQUEST | NLM_F_ACK,
-            seq,
-            libc::AF_UNSPEC as u8,
-        );
-        self.out.end_msg(m);
-        let mut count = None;
-        let stats_ty = ct_type(IPCTNL_MSG_CT_GET_STATS);
-        self.request("read conntrack stats", seq, |m| {
-            if m.ty != stats_ty {
-                return;
-            }
-            let attrs = m.payload.get(NFGEN_HDRLEN..).unwrap_or(&[]);
-            for (ty, p) in Attrs::new(attrs).flatten() {
-                if ty == CTA_STATS_GLOBAL_ENTRIES {
-                    count = be32(p).ok();
-                }
-            }
-        })?;
-        count
-            .map(u64::from)
-            .ok_or(Error::Malformed("stats reply without an entry count"))
+        self.global_stats().map(|(count, _)| u64::from(count))
     }
 
     /// Tests filtered-flush support with a request no kernel walks the table for
@@ -198,7 +174,7 @@ impl Conntrack {
 
     /// Sends the request in the output buffer and reads its replies up to the ack with `seq`;
     /// `on_msg` sees the other replies to it.
-    fn request(
+    pub(crate) fn request(
         &mut self,
         op: &'static str,
         seq: u32,

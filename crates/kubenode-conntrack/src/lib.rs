@@ -19,6 +19,7 @@ mod hash;
 mod socket;
 mod stale;
 mod stale_diff;
+mod stats;
 mod sysctls;
 mod targeted;
 mod validate;
@@ -47,6 +48,10 @@ pub use stale::{
     StaleMatcher,
 };
 pub use stale_diff::{stale_diff, StaleDiff};
+pub use stats::{
+    check_full_threshold, full_alarm, parse_cpu_stats, parse_global_stats, CpuStats, FullAlarm,
+    StatsTotal, TableStats, DEFAULT_FULL_THRESHOLD, REARM_GAP,
+};
 pub use sysctls::writes_conntrack_max;
 pub use validate::{
     check_family, check_flows, parse_family, parse_ip, protocol_number, stale_matcher,

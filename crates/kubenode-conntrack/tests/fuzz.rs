@@ -3,7 +3,7 @@
 //! (`cargo test --release -p kubenode-conntrack --test fuzz -- --ignored`).
 
 use kubenode_conntrack::codec::parse_ack;
-use kubenode_conntrack::{parse_entry_payload, Msgs};
+use kubenode_conntrack::{parse_cpu_stats, parse_entry_payload, parse_global_stats, Msgs};
 use proptest::prelude::*;
 
 fn seed_datagram() -> Vec<u8> {
@@ -58,6 +58,13 @@ fn walk(data: &[u8]) -> usize {
                 if let Ok(f) = parse_entry_payload(m.payload) {
                     n += usize::from(f.orig.proto == 17);
                 }
+            }
+            // The replies of the table stats requests.
+            0x0104 => {
+                let _ = parse_cpu_stats(m.payload);
+            }
+            0x0105 => {
+                let _ = parse_global_stats(m.payload);
             }
             _ => {}
         }
@@ -118,6 +125,8 @@ proptest! {
     fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..600)) {
         walk(&data);
         let _ = parse_entry_payload(&data);
+        let _ = parse_cpu_stats(&data);
+        let _ = parse_global_stats(&data);
     }
 
     #[test]

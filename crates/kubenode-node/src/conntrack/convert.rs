@@ -34,7 +34,7 @@ fn port(what: &str, v: f64) -> Result<u16> {
     Ok(convert::index(what, v, 65535)? as u16)
 }
 
-fn u32_of(what: &str, v: f64) -> Result<u32> {
+pub fn u32_of(what: &str, v: f64) -> Result<u32> {
     Ok(convert::index(what, v, u32::MAX.into())? as u32)
 }
 

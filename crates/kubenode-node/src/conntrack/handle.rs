@@ -8,7 +8,7 @@ use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Faults, Progr
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 
-use super::tasks::{Batch, Clean, Job, List, OpenTask, Queued};
+use super::tasks::{Batch, Clean, Job, List, OpenTask, Queued, StatsTask};
 use super::types::*;
 use crate::errors::NativeError;
 
@@ -118,6 +118,15 @@ impl JsConntrack {
                 kubernetes_version,
             },
         )
+    }
+
+    /// Entry count, limit and per-CPU counters of the handle's namespace (two small requests,
+    /// no table walk); queued behind a running task like the others.
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackStats>>")]
+    pub fn stats(&self) -> AsyncTask<StatsTask> {
+        AsyncTask::new(StatsTask {
+            ct: self.inner.clone(),
+        })
     }
 
     /// Progress of the running clean pass (readable while it runs).

@@ -6,6 +6,7 @@
 
 mod convert;
 mod handle;
+mod health;
 mod protocols;
 mod tasks;
 mod types;

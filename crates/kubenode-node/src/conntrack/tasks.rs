@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kubenode_conntrack::{
     check_flows, clean_stale, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport,
-    Conntrack, ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress,
+    Conntrack, ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress, TableStats,
 };
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{Env, Task};
@@ -71,6 +71,24 @@ impl Task for OpenTask {
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
         Ok(output.map(JsConntrack::new).into())
+    }
+}
+
+/// `stats`: count, limit and per-CPU counters; no family, no table walk.
+pub struct StatsTask {
+    pub(super) ct: Arc<ConntrackHandle>,
+}
+
+impl Task for StatsTask {
+    type Output = CoreResult<TableStats>;
+    type JsValue = Outcome<TableStats>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(self.ct.with(Conntrack::stats))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(output.into())
     }
 }
 
