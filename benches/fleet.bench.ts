@@ -6,14 +6,28 @@
 // beside each reconciler (nftables mode, a namespace of its own with the same flows), for the
 // memory of both in the same run.
 //   KUBENODE_FLEET_NODES=5 npm run bench -- fleet         (a smaller fleet)
-//   KUBENODE_FLEET_NODE_FLAGS='--max-semi-space-size=1'  (V8 flags of each reconciler process)
+//   KUBENODE_FLEET_NODE_FLAGS='--optimize-for-size'  (V8 flags of each reconciler process;
+//                                  default: the chart's reconciler.nodeOptions, as deployed)
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import { percentile, runFleet } from './fleet/sim.js';
-import { type BenchContext, goPeerBinary } from './lib/harness.js';
+import { type BenchContext, goPeerBinary, repoRoot } from './lib/harness.js';
+
+/** The V8 flags the chart gives each reconciler (NODE_OPTIONS). */
+function chartNodeOptions(): string {
+  const values = parse(readFileSync(join(repoRoot, 'charts', 'kubenode', 'values.yaml'), 'utf8')) as {
+    reconciler?: { nodeOptions?: string };
+  };
+  return values.reconciler?.nodeOptions ?? '';
+}
 
 export async function run(ctx: BenchContext): Promise<string> {
   if (process.getuid?.() !== 0) throw new Error('the fleet benchmark needs root (network namespaces)');
   const sized = Number(process.env.KUBENODE_FLEET_NODES ?? '');
-  const nodeFlags = (process.env.KUBENODE_FLEET_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const nodeFlags = (process.env.KUBENODE_FLEET_NODE_FLAGS ?? chartNodeOptions())
+    .split(/\s+/)
+    .filter(Boolean);
   const opts = {
     nodes: Number.isInteger(sized) && sized > 0 ? sized : ctx.quick ? 5 : 50,
     flowsPerNode: ctx.quick ? 100 : 2000,
