@@ -383,6 +383,8 @@ export class StaleFlowReconciler {
     this.#events?.shutdown();
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    // Nothing asked for runs any more: flush() must not wait for it.
+    this.#requestedAt = undefined;
     await this.#syncing;
     await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
     if (this.#ownCt) this.#ct?.close();
