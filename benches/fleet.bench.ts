@@ -2,18 +2,40 @@
 // `kubenode conntrack reconcile --netns` process per node, one real kube-apiserver. An
 // EndpointSlice loses endpoints; per node, the time from the API write to the end of the pass
 // that deleted the stale flows. Then kube-proxy's CleanStaleEntries (Go peer) per node on the
-// same tables, for the per-node cost of the pass itself.
+// same tables, for the per-node cost of the pass itself. Upstream kube-proxy v1.37.2 runs
+// beside each reconciler (nftables mode, a namespace of its own with the same flows), for the
+// memory of both in the same run.
+//   KUBENODE_FLEET_NODES=5 npm run bench -- fleet         (a smaller fleet)
+//   KUBENODE_FLEET_NODE_FLAGS='--optimize-for-size'  (V8 flags of each reconciler process;
+//                                  default: the chart's reconciler.nodeOptions, as deployed)
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import { percentile, runFleet } from './fleet/sim.js';
-import { type BenchContext, goPeerBinary } from './lib/harness.js';
+import { type BenchContext, goPeerBinary, repoRoot } from './lib/harness.js';
+
+/** The V8 flags the chart gives each reconciler (NODE_OPTIONS). */
+function chartNodeOptions(): string {
+  const values = parse(readFileSync(join(repoRoot, 'charts', 'kubenode', 'values.yaml'), 'utf8')) as {
+    reconciler?: { nodeOptions?: string };
+  };
+  return values.reconciler?.nodeOptions ?? '';
+}
 
 export async function run(ctx: BenchContext): Promise<string> {
   if (process.getuid?.() !== 0) throw new Error('the fleet benchmark needs root (network namespaces)');
+  const sized = Number(process.env.KUBENODE_FLEET_NODES ?? '');
+  const nodeFlags = (process.env.KUBENODE_FLEET_NODE_FLAGS ?? chartNodeOptions())
+    .split(/\s+/)
+    .filter(Boolean);
   const opts = {
-    nodes: ctx.quick ? 5 : 50,
+    nodes: Number.isInteger(sized) && sized > 0 ? sized : ctx.quick ? 5 : 50,
     flowsPerNode: ctx.quick ? 100 : 2000,
     endpoints: 10,
     removed: 3,
     goPeer: goPeerBinary('conntrack-bench'),
+    kubeProxy: goPeerBinary('kube-proxy'),
+    nodeFlags,
     built: true, // `npm run bench` builds dist/ first: the daemon as deployed, without tsx
     log: ctx.log,
   };
@@ -22,6 +44,10 @@ export async function run(ctx: BenchContext): Promise<string> {
   const ms = (xs: number[], p: number) => `${percentile(xs, p).toFixed(0)} ms`;
   const s = (xs: number[], p: number) => `${(percentile(xs, p) * 1000).toFixed(1)} ms`;
   const totalRssMB = r.rssKB.reduce((a, b) => a + b, 0) / 1024;
+  const mib = (kb: number[], p: number) => `${(percentile(kb, p) / 1024).toFixed(1)} MiB`;
+  const sum = (kb: number[]) => `${(kb.reduce((a, b) => a + b, 0) / 1024).toFixed(0)} MiB`;
+  const ratio = percentile(r.rssKB, 50) / percentile(r.kubeProxyRssKB, 50);
+  if (r.kubeProxyStaleLeft !== 0) throw new Error(`kube-proxy left ${r.kubeProxyStaleLeft} stale flows`);
   return [
     `${opts.nodes} nodes (network namespaces), ${opts.flowsPerNode} UDP flows each through nftables DNAT ` +
       `(round-robin over ${opts.endpoints} endpoints of one UDP Service); the change removes ${opts.removed} ` +
@@ -36,13 +62,27 @@ export async function run(ctx: BenchContext): Promise<string> {
     `| kubenode pass inside that, ${opts.nodes} nodes at once | ${s(r.passSeconds, 50)} | ${s(r.passSeconds, 99)} | ${s(r.passSeconds, 100)} |`,
     `| kubenode pass, one node at a time (\`conntrack clean\` fed the kubectl Lists) | ${s(r.soloSeconds, 50)} | ${s(r.soloSeconds, 99)} | ${s(r.soloSeconds, 100)} |`,
     `| kube-proxy CleanStaleEntries (Go peer), one node at a time | ${s(r.goSeconds, 50)} | ${s(r.goSeconds, 99)} | ${s(r.goSeconds, 100)} |`,
+    `| kube-proxy v1.37.2 (nftables mode): API write → stale flows gone, per node (polled every 250 ms and more) | ${ms(r.kubeProxyLatenciesMs, 50)} | ${ms(r.kubeProxyLatenciesMs, 99)} | ${ms(r.kubeProxyLatenciesMs, 100)} |`,
+    '',
+    `Memory per node, same run, RSS after the change (${opts.nodes} of each process; Node ${process.version}` +
+      `${nodeFlags.length ? `, reconciler flags \`${nodeFlags.join(' ')}\`` : ''}):`,
+    '',
+    '| process | RSS p50 | RSS max | all nodes | reconciler / kube-proxy (p50) |',
+    '| --- | --- | --- | --- | --- |',
+    `| \`kubenode conntrack reconcile\` | ${mib(r.rssKB, 50)} | ${mib(r.rssKB, 100)} | ${sum(r.rssKB)} | ${ratio.toFixed(2)}× |`,
+    `| kube-proxy v1.37.2 | ${mib(r.kubeProxyRssKB, 50)} | ${mib(r.kubeProxyRssKB, 100)} | ${sum(r.kubeProxyRssKB)} | 1× |`,
+    '',
+    'kube-proxy does all of its work (rules, health and metrics listeners on their default ports in ' +
+      'its namespace, conntrack cleanup of its own flows); the reconcilers run without listeners (they ' +
+      "share the host's ports). The API server is reached from each kube-proxy's namespace through a " +
+      'socat bridge over a Unix socket.',
     '',
     `API server watches (\`apiserver_longrunning_requests{verb="WATCH"}\` from /metrics): ${r.watchesBefore} ` +
       `before the reconcilers, ${r.watchesAfter} with them (2 per node: Services, EndpointSlices). ` +
       `Reconcilers' total RSS after the change: ${totalRssMB.toFixed(0)} MiB ` +
       `(${(totalRssMB / opts.nodes).toFixed(0)} MiB per node, Node ${process.version}, built CLI). ` +
-      `Stale flows left: ${r.staleLeft}. The latency includes the reconciler's wait of one ` +
-      `min-sync-period after a change (it coalesces, then cleans), and the watch event's fan-out to ${opts.nodes} ` +
+      `Stale flows left: ${r.staleLeft}. A change after a quiet period is cleaned at once (the ` +
+      `min-sync-period only spaces passes of a burst), so the latency is the watch event's fan-out to ${opts.nodes} ` +
       'processes sharing 2 cores (all nodes clean at once); the one-at-a-time rows refill each table ' +
       `and give the per-node cost of the pass itself (Go peer: ${r.goDeleted} stale flows deleted in all).`,
   ].join('\n');

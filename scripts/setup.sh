@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="iproute2 nftables conntrack uidmap openssl procps util-linux"
+APT_PACKAGES="iproute2 nftables conntrack uidmap openssl procps util-linux socat"
 
 missing=()
 for p in $APT_PACKAGES; do

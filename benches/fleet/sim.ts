@@ -12,6 +12,13 @@ import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice, type V1Service } from 
 import { TestNetns } from '../../test/conntrack/netns.js';
 import { type ApiServer, startApiServer } from '../../test/support/apiserver.js';
 import { endpointsTable, serviceEntries } from '../../ts/conntrack/k8s.js';
+import {
+  type ProxyNode,
+  programmed,
+  startApiBridge,
+  startKubeProxies,
+  stopKubeProxies,
+} from './kube-proxy.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const NS = 'default';
@@ -31,6 +38,13 @@ export interface FleetOptions {
   goPeer?: string;
   /** Run the built CLI (`dist/`, as deployed) instead of the TypeScript sources under tsx. */
   built?: boolean;
+  /**
+   * Upstream kube-proxy to run beside each node's reconciler (in a namespace of its own, with
+   * flows of its own through its own rules), for its memory and cleanup in the same run.
+   */
+  kubeProxy?: string;
+  /** Node options of each reconciler process (V8 flags), e.g. ['--max-semi-space-size=1']. */
+  nodeFlags?: string[];
   log?: (m: string) => void;
 }
 
@@ -44,6 +58,12 @@ export interface FleetResult {
   watchesBefore: number;
   watchesAfter: number;
   rssKB: number[];
+  /** Per node, with `kubeProxy`: kube-proxy's RSS at the same moment as `rssKB`. */
+  kubeProxyRssKB: number[];
+  /** Per node, with `kubeProxy`: ms from the write until its namespace had no stale flow (polled). */
+  kubeProxyLatenciesMs: number[];
+  kubeProxyStaleBefore: number;
+  kubeProxyStaleLeft: number;
   /** Per node, one at a time: seconds of kubenode's pass and of upstream's (Go peer), when run. */
   soloSeconds: number[];
   goSeconds: number[];
@@ -147,6 +167,8 @@ const isStale = (opts: FleetOptions) => {
 export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
   const log = opts.log ?? (() => {});
   const nodes: Node[] = [];
+  let proxies: ProxyNode[] = [];
+  let bridge: ChildProcess | undefined;
   let api: ApiServer | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'kn-fleet-'));
   try {
@@ -167,6 +189,23 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     log(
       `  ${opts.nodes} namespaces, ${opts.flowsPerNode} UDP flows each (${staleBefore} to the endpoints to be removed) in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     );
+    let kubeProxyStaleBefore = 0;
+    if (opts.kubeProxy) {
+      const sock = join(dir, 'api.sock');
+      bridge = startApiBridge(api, sock);
+      proxies = await startKubeProxies(opts.kubeProxy, api, core, sock, opts.nodes);
+      await until('every kube-proxy to program the Service', 300_000, () =>
+        proxies.every((p) => programmed(p, VIP)),
+      );
+      // Flows through kube-proxy's own DNAT rules, as many as each reconciler's node has.
+      for (const p of proxies) {
+        p.ns.exec('sh', ['-c', 'echo 3600 > /proc/sys/net/netfilter/nf_conntrack_udp_timeout']);
+        fillNode(p.ns, opts, false);
+      }
+      kubeProxyStaleBefore = proxies.reduce((n, p) => n + stale(p.ns), 0);
+      if (kubeProxyStaleBefore === 0) throw new Error("no flow went through kube-proxy's DNAT rules");
+      log(`  ${opts.nodes} kube-proxies running, ${kubeProxyStaleBefore} of their flows to be made stale`);
+    }
 
     const watchesBefore = await watchCount(api);
     const cli = opts.built
@@ -177,6 +216,7 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
       const child = spawn(
         process.execPath,
         [
+          ...(opts.nodeFlags ?? []),
           ...cli,
           'conntrack',
           'reconcile',
@@ -215,11 +255,27 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     const written = Date.now();
     await disc.replaceNamespacedEndpointSlice({ name: 'dns-1', namespace: NS, body: cur });
 
+    // kube-proxy's namespaces, polled: the write until a listing shows no stale flow.
+    const kubeProxyLatenciesMs: number[] = proxies.map(() => Number.NaN);
+    const polled = (async () => {
+      while (kubeProxyLatenciesMs.some(Number.isNaN) && Date.now() - written < 300_000) {
+        for (const [i, p] of proxies.entries()) {
+          if (Number.isNaN(kubeProxyLatenciesMs[i]) && stale(p.ns) === 0)
+            kubeProxyLatenciesMs[i] = Date.now() - written;
+        }
+        await sleep(250);
+      }
+    })();
     const syncLine = /^(\S+) IPv4: listed \d+, stale (\d+), deleted (\d+)(?: \(partial\))? in ([\d.]+)s$/gm;
     // The first pass that deleted something is the one that answered the change.
     const deletingPass = (n: Node) => [...n.out.matchAll(syncLine)].find((m) => Number(m[3]) > 0);
     await until('every node to delete its stale flows', 300_000, () => nodes.every((n) => deletingPass(n)));
     const rss = nodes.map((n) => rssKB(n.child?.pid));
+    const kubeProxyRssKB = proxies.map((p) => rssKB(p.child?.pid));
+    await polled;
+    const kubeProxyStaleLeft = proxies.reduce((n, p) => n + stale(p.ns), 0);
+    stopKubeProxies(proxies);
+    proxies = [];
     const latenciesMs: number[] = [];
     const passSeconds: number[] = [];
     let staleDeleted = 0;
@@ -310,11 +366,17 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
       watchesBefore,
       watchesAfter,
       rssKB: rss,
+      kubeProxyRssKB,
+      kubeProxyLatenciesMs,
+      kubeProxyStaleBefore,
+      kubeProxyStaleLeft,
       soloSeconds,
       goSeconds,
       goDeleted,
     };
   } finally {
+    stopKubeProxies(proxies);
+    if (bridge && bridge.exitCode === null) bridge.kill('SIGKILL');
     for (const n of nodes) {
       if (n.child && n.child.exitCode === null) n.child.kill('SIGKILL');
       n.ns.destroy();

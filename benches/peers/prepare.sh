@@ -6,7 +6,7 @@
 #   benches/peers/prepare.sh [--force] [--release V] [target ...]
 #
 # Targets: bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench quote-peer
-#          kube-apiserver kube-controller-manager etcd all   (default: all)
+#          kube-apiserver kube-controller-manager kube-proxy etcd all   (default: all)
 #
 # Output folder: ${KUBENODE_PEERS_BIN:-<repo>/.cache/peers/bin}
 #
@@ -33,7 +33,7 @@ repo=$(cd "$here/../.." && pwd)
 bin=${KUBENODE_PEERS_BIN:-$repo/.cache/peers/bin}
 
 benches=(bitmap-bench sysctl-bench userns-bench cidr-bench conntrack-bench quote-peer)
-servers=(kube-apiserver kube-controller-manager etcd)
+servers=(kube-apiserver kube-controller-manager kube-proxy etcd)
 all=("${benches[@]}" "${servers[@]}")
 
 die() { echo "prepare: error: $*" >&2; exit 1; }
@@ -124,7 +124,7 @@ k8s_version() { # version of k8s.io/kubernetes selected by go.mod
 
 build() {
 	local t=$1 out=$bin/$1 ldflags='-s -w' start
-	if [ "$t" = kube-apiserver ] || [ "$t" = kube-controller-manager ]; then
+	if [ "$t" = kube-apiserver ] || [ "$t" = kube-controller-manager ] || [ "$t" = kube-proxy ]; then
 		# What hack/lib/version.sh stamps into release builds, so /version
 		# reports the real release instead of v0.0.0-master.
 		local v major minor pkg=k8s.io/component-base/version

@@ -335,6 +335,36 @@ describe('StaleFlowReconciler against a real kube-apiserver', () => {
   }, 60_000);
 });
 
+describe('StaleFlowReconciler stopped with a sync asked for', () => {
+  it('stop() drops the sync that waits for minSyncPeriod, and flush() then returns', async () => {
+    await resetDnsSlice();
+    const handle = await conntrack.Conntrack.open({ netns: ns.path });
+    const passes: number[] = [];
+    const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
+      conntrack: handle,
+      families: ['IPv4'],
+      metrics: null,
+      minSyncPeriodMs: 60_000,
+      onSync: () => passes.push(performance.now()),
+    });
+    try {
+      await r.start();
+      await waitUntil('the first pass', () => passes.length >= 1);
+      // A change right after it: its sync waits a minute for the period.
+      await updateSlice('dns-1', (sl) => {
+        sl.endpoints = [ep(EP[0] as string)];
+      });
+      await sleep(1000);
+    } finally {
+      await r.stop();
+      handle.close();
+    }
+    const flushed = await Promise.race([r.flush().then(() => true), sleep(3000).then(() => false)]);
+    expect(flushed).toBe(true);
+    expect(passes).toHaveLength(1);
+  }, 60_000);
+});
+
 describe('kubenode conntrack reconcile', () => {
   it('runs passes against the API server in the given namespace and exits 0 on SIGTERM', async () => {
     // Its own starting state, whatever ran before: no conntrack entries, a fresh dns slice.

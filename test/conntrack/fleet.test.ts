@@ -1,5 +1,6 @@
 // The fleet simulation in small (3 nodes): reconciler processes in their own namespaces against
-// the real kube-apiserver remove every stale flow after an EndpointSlice change.
+// the real kube-apiserver remove every stale flow after an EndpointSlice change; upstream
+// kube-proxy beside them does the same in namespaces of its own.
 import { execFileSync } from 'node:child_process';
 import { expect, it, vi } from 'vitest';
 import { runFleet } from '../../benches/fleet/sim.js';
@@ -29,5 +30,21 @@ it.each([
   expect(r.goDeleted).toBe(stale);
   expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toContain(
     `kn-fleet-${process.pid}-`,
+  );
+});
+
+it("upstream kube-proxy beside each node's reconciler cleans its own flows, and both report their RSS", async () => {
+  const kubeProxy = goPeerBinary('kube-proxy');
+  const r = await runFleet({ nodes: 2, flowsPerNode: 40, endpoints: 4, removed: 1, kubeProxy });
+  expect(r.staleLeft).toBe(0);
+  expect(r.staleDeleted).toBe(2 * 10);
+  // kube-proxy's own rules spread its flows (at random), so some went to the removed endpoint.
+  expect(r.kubeProxyStaleBefore).toBeGreaterThan(0);
+  expect(r.kubeProxyStaleLeft).toBe(0);
+  expect(r.kubeProxyLatenciesMs.every((ms) => ms > 0)).toBe(true);
+  expect(r.kubeProxyRssKB).toHaveLength(2);
+  expect(r.kubeProxyRssKB.every((kb) => kb > 0)).toBe(true);
+  expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toContain(
+    `kn-fleet-kp-${process.pid}-`,
   );
 });

@@ -19,6 +19,7 @@ import {
   type WatchBackoff,
 } from '../kube/informer.js';
 import { clientNode } from '../peers.js';
+import { nextRunAt } from './bounded-frequency.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack, type TableStats } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
@@ -140,11 +141,13 @@ export class StaleFlowReconciler {
   #slices?: ResilientInformer<V1EndpointSlice>;
   #ct?: Conntrack;
   #ownCt = false;
+  /** The one timer of the next sync, asked for or periodic. */
   #timer: NodeJS.Timeout | undefined;
   #syncing: Promise<void> | undefined;
-  #pending = false;
-  /** When the last sync ended (performance.now()); -Infinity before the first. */
-  #lastSyncEnd = Number.NEGATIVE_INFINITY;
+  /** When a sync was first asked for since the last one started (performance.now()). */
+  #requestedAt: number | undefined;
+  /** When the last sync ended (performance.now()); undefined before the first. */
+  #lastSyncEnd: number | undefined;
   /** Events of the initial lists wait for start(): the first sync sees both caches. */
   #started = false;
   #stopped = false;
@@ -155,7 +158,6 @@ export class StaleFlowReconciler {
   readonly #lastFull = new Map<IPFamily, number>();
   /** Families whose last pass failed: the next resync retries them even with no change. */
   readonly #owed = new Set<IPFamily>();
-  #resync: NodeJS.Timeout | undefined;
   #health: TableHealth | undefined;
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
@@ -225,25 +227,21 @@ export class StaleFlowReconciler {
   }
 
   /**
-   * Arms the next periodic full pass: when the oldest family's last full pass is a period old,
-   * or a period after a failed pass. A one-shot timer set after each sync (not an interval from
-   * start()), so a pass is never skipped for being a few milliseconds short of the period.
-   * Unref'd: it never keeps the process alive.
+   * When the next periodic full pass is due: a period after the oldest family's last full pass
+   * started, or a period after a failed pass ended (upstream's retry interval, here the
+   * resync period). Timed from the last full pass, not from the last sync, so targeted passes
+   * never postpone a full one.
    */
-  #armResync(): void {
-    clearTimeout(this.#resync);
-    this.#resync = undefined;
-    if (this.#stopped) return;
+  #fullPassDueAt(): number {
     const period = this.#fullResyncPeriodMs();
-    const now = performance.now();
-    let next = Number.POSITIVE_INFINITY;
+    let due = Number.POSITIVE_INFINITY;
     for (const f of this.#families) {
       const last = this.#lastFull.get(f);
-      if (last !== undefined) next = Math.min(next, last + period);
-      if (this.#owed.has(f)) next = Math.min(next, now + period);
+      if (last !== undefined) due = Math.min(due, last + period);
+      if (this.#owed.has(f) && this.#lastSyncEnd !== undefined)
+        due = Math.min(due, this.#lastSyncEnd + period);
     }
-    if (next === Number.POSITIVE_INFINITY) return;
-    this.#resync = setTimeout(() => this.#schedule(), Math.max(0, next - now)).unref();
+    return due;
   }
 
   #fullResyncPeriodMs(): number {
@@ -315,34 +313,46 @@ export class StaleFlowReconciler {
     return [...this.#sliceCache.values()].filter((s) => serviceKey(s) === svc);
   }
 
-  /**
-   * Asks for a sync: at once when the last one ended at least minSyncPeriodMs ago, else when
-   * that period is over (upstream's BoundedFrequencyRunner: the bound is from the end of one
-   * run to the start of the next, and requests meanwhile collapse into one run).
-   */
+  /** Asks for a sync (upstream's `BoundedFrequencyRunner.Run`): see `#arm` for when it starts. */
   #schedule(): void {
     if (this.#stopped || !this.#started) return;
-    if (this.#syncing) {
-      this.#pending = true;
-      return;
-    }
-    if (this.#timer) return;
+    this.#requestedAt ??= performance.now();
+    this.#arm();
+  }
+
+  /**
+   * Sets the one timer to the next sync's start (`nextRunAt`): at once when one was asked for
+   * and the last ended at least minSyncPeriodMs ago, else when that period is over (the bound
+   * is from the end of one sync to the start of the next, and requests meanwhile collapse into
+   * one sync); without a request, when a full pass is due. While a sync runs nothing is armed:
+   * its end arms the next. A timer that only waits for a full pass is unref'd, so it never
+   * keeps the process alive.
+   */
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#stopped || !this.#started || this.#syncing) return;
+    const at = nextRunAt(
+      { lastEnd: this.#lastSyncEnd, requestedAt: this.#requestedAt, dueAt: this.#fullPassDueAt() },
+      this.#opts.minSyncPeriodMs ?? 1000,
+    );
+    if (at === Number.POSITIVE_INFINITY) return;
     // At most 2^31-1 ms: setTimeout turns a longer delay into 1 ms.
-    const wait = this.#lastSyncEnd + (this.#opts.minSyncPeriodMs ?? 1000) - performance.now();
-    const delay = Math.min(2 ** 31 - 1, Math.max(0, wait));
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#syncing = this.#sync()
-        .catch((e) => this.#report(e))
-        .finally(() => {
-          this.#syncing = undefined;
-          this.#lastSyncEnd = performance.now();
-          if (this.#pending) {
-            this.#pending = false;
-            this.#schedule();
-          }
-        });
-    }, delay);
+    const delay = Math.min(2 ** 31 - 1, Math.max(0, at - performance.now()));
+    this.#timer = setTimeout(() => this.#run(), delay);
+    if (this.#requestedAt === undefined) this.#timer.unref();
+  }
+
+  #run(): void {
+    this.#timer = undefined;
+    this.#requestedAt = undefined;
+    this.#syncing = this.#sync()
+      .catch((e) => this.#report(e))
+      .finally(() => {
+        this.#syncing = undefined;
+        this.#lastSyncEnd = performance.now();
+        this.#arm();
+      });
   }
 
   /** One sync: for each family whose gate says so, one cleanup pass. */
@@ -386,12 +396,11 @@ export class StaleFlowReconciler {
         this.#report(e);
       }
     }
-    this.#armResync();
   }
 
-  /** Waits for the scheduled and running syncs (tests). */
+  /** Waits for the syncs asked for and the running one (tests). */
   async flush(): Promise<void> {
-    while (this.#timer || this.#syncing) {
+    while (this.#requestedAt !== undefined || this.#syncing) {
       await (this.#syncing ?? new Promise((r) => setTimeout(r, 20)));
     }
     await this.#health?.flush();
@@ -404,9 +413,10 @@ export class StaleFlowReconciler {
     this.#health?.stop();
     await this.#health?.flush();
     this.#events?.shutdown();
-    if (this.#timer) clearTimeout(this.#timer);
+    clearTimeout(this.#timer);
     this.#timer = undefined;
-    clearTimeout(this.#resync);
+    // Nothing asked for runs any more: flush() must not wait for it.
+    this.#requestedAt = undefined;
     await this.#syncing;
     await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
     if (this.#ownCt) this.#ct?.close();
