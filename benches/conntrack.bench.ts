@@ -64,7 +64,7 @@ export async function run(ctx: BenchContext): Promise<string> {
   const stale = flows / ENDPOINTS;
   const samples = ctx.quick ? 1 : 3;
   sh(
-    ['cargo', 'build', '--release', '-q', '-p', 'kubenode-conntrack', '--bin', 'ct-bench'],
+    ['cargo', 'build', '--release', '-q', '-p', 'kubenode-ct-bench', '--bin', 'ct-bench'],
     'cargo build ct-bench',
   );
   const helper = join(repoRoot, 'target/release/ct-bench');

@@ -11,9 +11,8 @@ use kubenode_sysctl::KubernetesVersion;
 
 use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::Result;
-use crate::flow::{DumpFilter, Family, Flow};
+use crate::flow::{check_family, DumpFilter, Family, Flow};
 use crate::hash::{FxMap, FxSet};
-use crate::validate::check_family;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {

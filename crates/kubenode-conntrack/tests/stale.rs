@@ -638,10 +638,10 @@ proptest! {
         let table: Vec<&Flow> = flows.iter().filter(|f| !old.is_stale(f)).collect();
         let d = stale_diff(&old, &new);
         for f in &table {
-            let flushed = d.pairs.iter().any(|x| x.matches(f));
+            let paired = d.pairs.iter().any(|x| x.matches(f));
             let dumped = d.frontends.iter().any(|x| x.matches(f)) && new.is_stale(f);
-            prop_assert!(!flushed || new.is_stale(f), "a flush hits a kept flow: {:?}", f);
-            prop_assert_eq!(flushed || dumped, new.is_stale(f), "{:?} {:?}", f, d);
+            prop_assert!(!paired || new.is_stale(f), "a pair's filter selects a kept flow: {:?}", f);
+            prop_assert_eq!(paired || dumped, new.is_stale(f), "{:?} {:?}", f, d);
         }
         prop_assert!(stale_diff(&new, &new).is_empty());
     }

@@ -6,6 +6,8 @@
 
 mod convert;
 mod handle;
+#[cfg(feature = "test-hooks")]
+mod hooks;
 mod protocols;
 mod tasks;
 mod types;
