@@ -50,7 +50,8 @@ pub enum DumpKind {
 /// The measured and probed inputs of the targeted-or-full choice.
 #[derive(Debug, Clone, Copy)]
 pub struct Costs<'a> {
-    /// Whether this kernel takes `CTA_FILTER` deletes (the targeted path's requirement).
+    /// Whether this kernel takes `CTA_FILTER` deletes (the targeted path's requirement). Only
+    /// `Unsupported` rules the targeted path out: every handle probes when it opens.
     pub flush_support: FlushSupport,
     pub model: &'a CostModel,
     /// A pinned choice (`Some(true)`: targeted whenever the previous pass allows it); `None`

@@ -215,7 +215,7 @@ impl StaleMatcher {
     }
 
     /// Ahead of upstream (the rule upstream merged for v1.38), from v1.37 on: a frontend
-    /// (VIP and port) of `previous`, the tables of the handle's last pass, that these tables
+    /// (VIP and port) of `previous`, the tables of the cleaner's last pass, that these tables
     /// lack belongs to a deleted service port, and every flow to it is stale, as for a port
     /// without serving endpoints; node ports are left alone for the same reason as there.
     /// Borrows `self` when nothing was deleted (or under v1.36, where deleted services keep
