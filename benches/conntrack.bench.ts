@@ -28,23 +28,19 @@ interface Pass {
   deleted: number;
 }
 
-function sh(argv: string[], what: string, env = process.env): string {
+function sh(argv: string[], what: string): string {
   const [cmd, ...args] = argv as [string, ...string[]];
-  const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: repoRoot, env, maxBuffer: 1 << 30 });
+  const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: repoRoot, maxBuffer: 1 << 30 });
   if (r.status !== 0) throw new Error(`${what} failed (${r.status}): ${r.stderr}`);
   return r.stdout;
 }
 
 /** Runs argv under /usr/bin/time: wall, user+sys CPU and peak RSS of the whole process tree. */
-function timed(
-  argv: string[],
-  what: string,
-  env = process.env,
-): { wall: number; cpu: number; rssKB: number; stdout: string } {
+function timed(argv: string[], what: string): { wall: number; cpu: number; rssKB: number; stdout: string } {
   const dir = mkdtempSync(join(tmpdir(), 'kn-ct-time-'));
   const out = join(dir, 'time');
   try {
-    const stdout = sh(['/usr/bin/time', '-o', out, '-f', '%e %U %S %M', ...argv], what, env);
+    const stdout = sh(['/usr/bin/time', '-o', out, '-f', '%e %U %S %M', ...argv], what);
     const [e, u, s, m] = readFileSync(out, 'utf8').trim().split('\n').pop()?.split(' ').map(Number) ?? [];
     return { wall: e ?? Number.NaN, cpu: (u ?? 0) + (s ?? 0), rssKB: m ?? 0, stdout };
   } finally {
@@ -74,7 +70,6 @@ export async function run(ctx: BenchContext): Promise<string> {
   const helper = join(repoRoot, 'target/release/ct-bench');
   // The pinned targeted pass needs the test hooks, which the release binary leaves out.
   sh(['npm', 'run', '-s', 'build:test-hooks'], 'npm run build:test-hooks');
-  const hooksEnv = { ...process.env, KUBENODE_PREBUILD: join(repoRoot, 'build/test-hooks') };
   const goBin = goPeerBinary('conntrack-bench');
   const ns = `kn-ct-bench-${process.pid}`;
   const nsPath = `/var/run/netns/${ns}`;
@@ -145,7 +140,6 @@ export async function run(ctx: BenchContext): Promise<string> {
       const t = timed(
         ['npx', 'tsx', join(repoRoot, 'benches/conntrack/clean-child.ts'), nsPath, ...args],
         peer,
-        args.includes('--targeted') ? hooksEnv : process.env,
       );
       const r = lastJson(t.stdout);
       check(peer, flows - (table === 'one' ? staleOne : stale));

@@ -3,8 +3,8 @@
 // (prebuilds/<platform>-<arch>/kubenode[.glibc|.musl].node) and writes the typings (ts/binding.d.ts,
 // not committed: the Rust source owns every shape in them).
 // --test-hooks builds the tests' binary instead: the same source with the `test-hooks` feature
-// (fault injection, a pinned cleanup path), placed under build/test-hooks/prebuilds, which the
-// tests load (vitest.config.ts) and the package never ships; the typings stay the release ones.
+// (fault injection, a pinned cleanup path), placed under build/test-hooks/prebuilds, which
+// ts/conntrack/testing.ts loads and the package never ships; the typings stay the release ones.
 //   node scripts/build-native.mjs [--debug] [--test-hooks] [other @napi-rs/cli build flags: --target, --use-napi-cross, -x …]
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,13 +1,42 @@
 // Test and benchmark hooks on a Conntrack handle. Not part of the public API: the package's
 // entry points do not export this module; the repository's tests and benches import it directly.
-// Fault injection and the pinned path exist only in the tests' binary (`npm run build:test-hooks`,
-// which vitest.config.ts loads); the release binary has neither.
+// Fault injection and the pinned path exist only in the tests' binary (`npm run build:test-hooks`);
+// the release binary has neither.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Conntrack as NativeConntrack, NativeError } from '../binding.js';
 import { KubenodeError } from '../errors.js';
-import { nativePath } from '../native.js';
+import { nativePath, packageRoot } from '../native.js';
 import { type Conntrack, type Flow, flowBatch, handleOf } from './client.js';
 import { conntrackError } from './errors.js';
 import type { IPFamily } from './tables.js';
+
+/** Newest modification time of the .node files under `dir` (0 when there are none). */
+function newestBinary(dir: string): number {
+  try {
+    const files = readdirSync(dir, { recursive: true }).map(String);
+    return Math.max(
+      0,
+      ...files.filter((f) => f.endsWith('.node')).map((f) => statSync(join(dir, f)).mtimeMs),
+    );
+  } catch {
+    return 0;
+  }
+}
+
+// A process that imports this module loads the tests' binary (node-gyp-build reads
+// KUBENODE_PREBUILD when the binding first loads, never at import), unless it is missing or
+// older than the release binary: a stale one must not hide a rebuilt core. Every other process,
+// the packaging and image tests' included, keeps the release binary.
+const testBuild = join(packageRoot, 'build', 'test-hooks');
+const testBuilt = newestBinary(join(testBuild, 'prebuilds'));
+if (
+  process.env.KUBENODE_PREBUILD === undefined &&
+  testBuilt > 0 &&
+  testBuilt >= newestBinary(join(packageRoot, 'prebuilds'))
+) {
+  process.env.KUBENODE_PREBUILD = testBuild;
+}
 
 /** The fault kinds of the core's `Fault`. */
 export type FaultKind = 'recvEintr' | 'recvEnobufs' | 'dumpIntr' | 'trunc';
