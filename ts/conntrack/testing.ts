@@ -6,7 +6,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Conntrack as NativeConntrack, NativeError } from '../binding.js';
 import { KubenodeError } from '../errors.js';
-import { nativePath, packageRoot } from '../native.js';
+import { packageRoot } from '../native.js';
 import { type Conntrack, type Flow, flowBatch, handleOf } from './client.js';
 import { conntrackError } from './errors.js';
 import type { IPFamily } from './tables.js';
@@ -25,7 +25,8 @@ function newestBinary(dir: string): number {
 }
 
 // A process that imports this module loads the tests' binary (node-gyp-build reads
-// KUBENODE_PREBUILD when the binding first loads, never at import), unless it is missing or
+// KUBENODE_PREBUILD when the binding first loads, so this module must be imported before any
+// module that loads it, ts/index.ts among them), unless it is missing or
 // older than the release binary: a stale one must not hide a rebuilt core. Every other process,
 // the packaging and image tests' included, keeps the release binary.
 const testBuild = join(packageRoot, 'build', 'test-hooks');
@@ -53,7 +54,7 @@ export function nativeTestHooks(n: NativeConntrack): NativeTestHooks {
   if (typeof h.injectFault !== 'function' || typeof h.pinCostChoice !== 'function') {
     throw new KubenodeError(
       'ERR_KUBENODE_BINDING_MISSING',
-      `the kubenode binary ${nativePath()} has no test hooks (a release build): run \`npm run build:test-hooks\``,
+      'the loaded kubenode binary has no test hooks: build them (`npm run build:test-hooks`) and import this module before anything loads the binding',
     );
   }
   return h as NativeConntrack & NativeTestHooks;
