@@ -64,10 +64,12 @@ export async function run(ctx: BenchContext): Promise<string> {
   const stale = flows / ENDPOINTS;
   const samples = ctx.quick ? 1 : 3;
   sh(
-    ['cargo', 'build', '--release', '-q', '-p', 'kubenode-conntrack', '--bin', 'ct-bench'],
+    ['cargo', 'build', '--release', '-q', '-p', 'kubenode-ct-bench', '--bin', 'ct-bench'],
     'cargo build ct-bench',
   );
   const helper = join(repoRoot, 'target/release/ct-bench');
+  // The pinned targeted pass needs the test hooks, which the release binary leaves out.
+  sh(['npm', 'run', '-s', 'build:test-hooks'], 'npm run build:test-hooks');
   const goBin = goPeerBinary('conntrack-bench');
   const ns = `kn-ct-bench-${process.pid}`;
   const nsPath = `/var/run/netns/${ns}`;

@@ -2,7 +2,10 @@
 // Builds the release binding with @napi-rs/cli, then places it where node-gyp-build looks
 // (prebuilds/<platform>-<arch>/kubenode[.glibc|.musl].node) and writes the typings (ts/binding.d.ts,
 // not committed: the Rust source owns every shape in them).
-//   node scripts/build-native.mjs [--debug] [other @napi-rs/cli build flags: --target, --use-napi-cross, -x …]
+// --test-hooks builds the tests' binary instead: the same source with the `test-hooks` feature
+// (fault injection, a pinned cleanup path), placed under build/test-hooks/prebuilds, which
+// ts/conntrack/testing.ts loads and the package never ships; the typings stay the release ones.
+//   node scripts/build-native.mjs [--debug] [--test-hooks] [other @napi-rs/cli build flags: --target, --use-napi-cross, -x …]
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -10,10 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { placePrebuild } from './place-prebuilds.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const out = join(root, 'build', 'napi');
 const args = process.argv.slice(2);
 const debug = args.includes('--debug');
-const passThrough = args.filter((a) => a !== '--debug');
+const testHooks = args.includes('--test-hooks');
+const passThrough = args.filter((a) => a !== '--debug' && a !== '--test-hooks');
+const out = join(root, 'build', testHooks ? 'napi-test-hooks' : 'napi');
+const prebuilds = testHooks ? join(root, 'build', 'test-hooks', 'prebuilds') : join(root, 'prebuilds');
 
 const napiArgs = [
   'napi',
@@ -34,6 +39,7 @@ const napiArgs = [
   '--no-const-enum',
   '--runtime-string-enum',
   ...(debug ? [] : ['--release']),
+  ...(testHooks ? ['--features', 'test-hooks'] : []),
   ...passThrough,
 ];
 const r = spawnSync('npx', napiArgs, { cwd: root, stdio: 'inherit' });
@@ -42,9 +48,10 @@ if (r.status !== 0) {
 }
 
 for (const f of readdirSync(out).filter((f) => f.endsWith('.node'))) {
-  const dest = placePrebuild(join(out, f), join(root, 'prebuilds'));
+  const dest = placePrebuild(join(out, f), prebuilds);
   console.log(`placed ${f} -> ${dest}`);
 }
+if (testHooks) process.exit(0);
 
 // The typings carry a header so readers know not to edit them by hand.
 const header =

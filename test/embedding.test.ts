@@ -90,6 +90,17 @@ describe('public surface', () => {
     for (const hook of ['native', 'injectFaults', 'createEntries']) expect(proto).not.toContain(hook);
   });
 
+  it('the release binary carries no native test hooks', () => {
+    // The release binary as a fresh process loads it: this one may run the tests' build.
+    const env = { ...process.env };
+    delete env.KUBENODE_PREBUILD;
+    const probe = `const b = require('node-gyp-build')(${JSON.stringify(root)});
+      console.log(JSON.stringify(['injectFault', 'pinCostChoice'].filter((m) => m in b.Conntrack.prototype)))`;
+    const r = spawnSync(process.execPath, ['-e', probe], { cwd: root, env, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual([]);
+  });
+
   it('gives each meaning of "apply sysctls" its own name', () => {
     expect(typeof kubenode.sysctl.applySysctls).toBe('function');
     expect(typeof conntrack.applyConntrackSysctls).toBe('function');

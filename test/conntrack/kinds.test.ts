@@ -2,6 +2,7 @@
 // reports the kind in every task outcome.
 import { describe, expect, it } from 'vitest';
 import { conntrackError } from '../../ts/conntrack/errors.js';
+import { nativeTestHooks } from '../../ts/conntrack/testing.js';
 import { conntrack, KubenodeTypeError } from '../../ts/index.js';
 import { native } from '../../ts/native.js';
 
@@ -59,8 +60,9 @@ describe('failures are classified by kind, never by message text', () => {
       const zero = await h.cleanStale('IPv4', [{ ...svc, port: 0 }], {}, true);
       expect(zero.error).toMatchObject({ code: 'ERR_KUBENODE_OUT_OF_RANGE', kind: 'out-of-range' });
       h.close();
-      expect(h.injectFault('dumpIntr', 0)).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
-      expect(h.pinCostChoice(null)).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
+      const hooks = nativeTestHooks(h);
+      expect(hooks.injectFault('dumpIntr', 0)).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
+      expect(hooks.pinCostChoice(null)).toMatchObject({ code: 'ERR_KUBENODE_IO', kind: 'closed' });
       expect((await h.list('IPv4')).error).toMatchObject({ kind: 'closed' });
     } finally {
       h.close();

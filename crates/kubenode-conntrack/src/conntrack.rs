@@ -1,5 +1,6 @@
 //! The ctnetlink client: one persistent socket, one reusable receive buffer, dumps with
-//! kernel-side filtering and upstream's retry rules, and batched deletes/creates.
+//! kernel-side filtering and upstream's retry rules, batched deletes/creates, the table's entry
+//! count and the filtered-delete probe. It keeps no cleanup state: `StaleFlowCleaner` does.
 
 use std::io;
 
@@ -7,16 +8,18 @@ use std::io;
 use napi_derive::napi;
 
 use crate::attr::{parse_ack, MsgBuf, Msgs};
-use crate::clean::entry_count;
 use crate::consts::*;
 use crate::error::{from_dump_errno, from_errno, from_io, Error, Result};
+#[cfg(feature = "test-hooks")]
 use crate::fault::Faults;
 use crate::flow::{
     encode_delete, encode_dump, encode_new, parse_entry_payload, DumpFilter, Family, Flow,
 };
-use crate::flush::FlushSupport;
+use crate::probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 use crate::socket::{recv_failure, NlSocket, RECV_BUF};
-use crate::targeted::StaleState;
+use crate::stats::{
+    max_from_proc, parse_cpu_stats, parse_global_stats, CpuStats, StatsTotal, TableStats,
+};
 
 /// Dump attempts before continuing with a partial result, as upstream's `MaxAttemptsEINTR`.
 pub const MAX_DUMP_ATTEMPTS: u32 = 5;
@@ -77,9 +80,13 @@ pub struct Conntrack {
     pub(crate) rbuf: Vec<u8>,
     pub(crate) out: MsgBuf,
     seq: u32,
-    pub(crate) flush_support: FlushSupport,
-    /// What the next `clean_stale` on this handle starts from, per family.
-    pub(crate) stale: StaleState,
+    flush_support: FlushSupport,
+}
+
+/// `n` as a count of table entries: at most `nf_conntrack_max` (a u32 in the kernel), so it
+/// saturates rather than wraps should more ever be handed over.
+pub(crate) fn entry_count(n: impl TryInto<u32>) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
 }
 
 struct Attempt {
@@ -140,18 +147,18 @@ impl Conntrack {
             out: MsgBuf::with_capacity(256 * 1024),
             seq: 0,
             flush_support: FlushSupport::Unknown,
-            stale: StaleState::default(),
         };
         ct.probe_at_open();
         ct
     }
 
-    pub(crate) fn next_seq(&mut self) -> u32 {
+    fn next_seq(&mut self) -> u32 {
         self.seq = self.seq.wrapping_add(1).max(1);
         self.seq
     }
 
     /// Test hook: the faults to inject into the next operations.
+    #[cfg(feature = "test-hooks")]
     pub fn faults_mut(&mut self) -> &mut Faults {
         &mut self.sock.faults
     }
@@ -313,32 +320,6 @@ impl Conntrack {
         }
     }
 
-    /// A dump that reads every datagram but parses nothing beyond the message headers needed
-    /// to find its end: the floor any listing pays. Returns (bytes, recvs).
-    pub fn dump_raw(&mut self, family: Family, filter: &DumpFilter) -> Result<(u64, u64)> {
-        const OP: &str = "dump conntrack table";
-        filter.validate(family)?;
-        let seq = self.next_seq();
-        self.out.clear();
-        encode_dump(&mut self.out, family, filter, seq);
-        self.sock.send(&self.out.buf)?;
-        let (mut bytes, mut recvs) = (0u64, 0u64);
-        loop {
-            let n = match self.sock.recv(&mut self.rbuf, false) {
-                Ok(Some(n)) => n,
-                Ok(None) => continue,
-                Err(e) => return Err(from_io(OP, e)),
-            };
-            bytes += n as u64;
-            recvs += 1;
-            let data = self.rbuf.get(..n).unwrap_or(&[]);
-            if Msgs::new(data).any(|m| matches!(m, Ok(m) if m.seq == seq && (m.ty == NLMSG_DONE || m.ty == NLMSG_ERROR)))
-            {
-                return Ok((bytes, recvs));
-            }
-        }
-    }
-
     /// Deletes `flows` by exact original tuple and zone, each guarded by its `CTA_ID` when
     /// known, many per `sendmsg`. ENOENT is reported as `not_found`.
     pub fn delete(&mut self, family: Family, flows: &[Flow]) -> Result<BatchReport> {
@@ -354,6 +335,88 @@ impl Conntrack {
             Some(f) => encode_new(b, family, f, seq, 0),
             None => Err(Error::InvalidArgument("index out of range".into())),
         })
+    }
+
+    /// Entries in the table of this handle's network namespace, all families.
+    pub fn table_count(&mut self) -> Result<u64> {
+        self.global_stats().map(|(count, _)| u64::from(count))
+    }
+
+    /// Whether filtered deletes were found to work on this handle (probed at open).
+    pub fn flush_support(&self) -> FlushSupport {
+        self.flush_support
+    }
+
+    /// Tests filtered-flush support with a request no kernel walks the table for
+    /// ([`encode_flush_probe`]); the answer is remembered on the handle. A socket error counts
+    /// as "unsupported" (the full pass reports its own errors).
+    pub fn probe_flush(&mut self, family: Family) -> FlushSupport {
+        // nfnetlink answers a request for an absent ctnetlink with a bare EINVAL too; a stats
+        // request (per-CPU counters, no walk) tells that case apart.
+        if self.table_count().is_err() {
+            self.flush_support = FlushSupport::Unsupported;
+            return self.flush_support;
+        }
+        let seq = self.next_seq();
+        self.out.clear();
+        encode_flush_probe(&mut self.out, family, seq);
+        self.flush_support = match self.request_ack("probe filtered flush", seq, |_| {}) {
+            Ok((errno, _)) => flush_support_from_errno(errno),
+            Err(_) => FlushSupport::Unsupported,
+        };
+        self.flush_support
+    }
+
+    /// Probes filtered-flush support once, at open: one request and one ack, whatever the
+    /// table's size. Never fails: a kernel or a socket that cannot flush gets full passes.
+    fn probe_at_open(&mut self) {
+        self.probe_flush(Family::V4);
+    }
+
+    /// Sends the request in the output buffer and reads its replies up to the ack with `seq`;
+    /// `on_msg` sees the other replies to it.
+    pub(crate) fn request(
+        &mut self,
+        op: &'static str,
+        seq: u32,
+        on_msg: impl FnMut(&crate::attr::Msg<'_>),
+    ) -> Result<()> {
+        match self.request_ack(op, seq, on_msg)? {
+            (0, _) => Ok(()),
+            (errno, msg) => Err(from_errno(op, errno, msg)),
+        }
+    }
+
+    /// Like [`Self::request`], but the ack's errno (0 for success) and extended message are
+    /// returned as they are, for callers that decide by errno.
+    pub(crate) fn request_ack(
+        &mut self,
+        op: &'static str,
+        seq: u32,
+        mut on_msg: impl FnMut(&crate::attr::Msg<'_>),
+    ) -> Result<(i32, String)> {
+        self.sock.send(&self.out.buf)?;
+        loop {
+            let n = match self.sock.recv(&mut self.rbuf, false) {
+                Ok(Some(n)) => n,
+                Ok(None) => continue,
+                Err(e) => return Err(recv_failure(op, e)),
+            };
+            let data = self.rbuf.get(..n).unwrap_or(&[]);
+            for m in Msgs::new(data) {
+                let m = m?;
+                if m.seq != seq {
+                    continue; // a late reply to an earlier request
+                }
+                if m.ty != NLMSG_ERROR {
+                    on_msg(&m);
+                    continue;
+                }
+                let ack = parse_ack(&m)?;
+                let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
+                return Ok((ack.errno, msg.unwrap_or_default()));
+            }
+        }
     }
 
     /// Sends `n` requests produced by `encode` in as few `sendmsg` calls as the socket allows.
@@ -540,5 +603,98 @@ impl Conntrack {
             }
         }
         Ok(lost)
+    }
+}
+
+/// Table health (`stats.rs` decodes the replies and owns the rule).
+impl Conntrack {
+    /// The entry count and limit of this handle's namespace, in one request.
+    pub(crate) fn global_stats(&mut self) -> Result<(u32, Option<u32>)> {
+        let seq = self.next_seq();
+        self.out.clear();
+        let ty = ct_type(IPCTNL_MSG_CT_GET_STATS);
+        let m = self
+            .out
+            .begin_msg(ty, NLM_F_REQUEST | NLM_F_ACK, seq, libc::AF_UNSPEC as u8);
+        self.out.end_msg(m);
+        let mut reply = None;
+        self.request("read conntrack stats", seq, |m| {
+            if m.ty == ty && reply.is_none() {
+                reply = Some(parse_global_stats(m.payload));
+            }
+        })?;
+        reply.unwrap_or(Err(Error::Malformed("no stats reply")))
+    }
+
+    /// The per-CPU counters of this handle's namespace: one dump, one message per CPU.
+    pub fn cpu_stats(&mut self) -> Result<Vec<CpuStats>> {
+        const OP: &str = "read conntrack per-CPU stats";
+        let seq = self.next_seq();
+        self.out.clear();
+        let ty = ct_type(IPCTNL_MSG_CT_GET_STATS_CPU);
+        let m = self
+            .out
+            .begin_msg(ty, NLM_F_REQUEST | NLM_F_DUMP, seq, libc::AF_UNSPEC as u8);
+        self.out.end_msg(m);
+        self.sock.send(&self.out.buf)?;
+        let mut cpus = Vec::new();
+        // The first error is kept while the dump is read to its end, so the socket is clean
+        // for the next request.
+        let mut failure: Option<Error> = None;
+        loop {
+            let n = match self.sock.recv(&mut self.rbuf, false) {
+                Ok(Some(n)) => n,
+                Ok(None) => continue,
+                Err(e) => return Err(failure.unwrap_or(recv_failure(OP, e))),
+            };
+            for m in Msgs::new(self.rbuf.get(..n).unwrap_or(&[])) {
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => return Err(failure.unwrap_or(e)),
+                };
+                if m.seq != seq {
+                    continue; // a late reply to an earlier request
+                }
+                match m.ty {
+                    NLMSG_DONE => return failure.map_or(Ok(cpus), Err),
+                    NLMSG_ERROR => {
+                        let ack = parse_ack(&m)?;
+                        if ack.errno == 0 {
+                            return failure.map_or(Ok(cpus), Err);
+                        }
+                        let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
+                        return Err(from_dump_errno(OP, ack.errno, msg.unwrap_or_default()));
+                    }
+                    t if t == ty => match parse_cpu_stats(m.payload) {
+                        Ok(s) => cpus.push(s),
+                        Err(e) => {
+                            failure.get_or_insert(e);
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Count, limit and per-CPU counters of this handle's namespace: two small requests, no
+    /// walk of the table.
+    pub fn stats(&mut self) -> Result<TableStats> {
+        let (count, max) = self.global_stats()?;
+        let max = match max {
+            Some(m) => m,
+            None => max_from_proc()?,
+        };
+        let per_cpu = self.cpu_stats()?;
+        let mut total = StatsTotal::default();
+        for c in &per_cpu {
+            total.add(c);
+        }
+        Ok(TableStats {
+            count,
+            max,
+            per_cpu,
+            total,
+        })
     }
 }

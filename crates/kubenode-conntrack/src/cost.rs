@@ -1,9 +1,10 @@
 //! Which pass is cheaper on this kernel and table: measured, not a fixed threshold. A targeted
-//! pass costs one walk of the table per flush or frontend dump (the kernel tests every entry
-//! against the filter); a full pass costs one walk plus the fill and parse of every UDP
-//! entry. Both are measured per table entry on this handle (a walk by every flush, a full pass
-//! by itself) and scaled to the current table size. Until a flush has run, the walk is
-//! estimated from the full pass's dump, so no request walks the table only to measure it.
+//! pass costs one walk of the table per filtered dump (the kernel tests every entry against the
+//! filter and returns the few that match); a full pass costs one walk plus the fill and parse of
+//! every UDP entry. Both are measured per table entry on this handle (a walk by every per-pair
+//! dump of a targeted pass, a full pass by itself) and scaled to the current table size. Until a
+//! targeted pass has run, the walk is estimated from the full pass's dump, so no request walks
+//! the table only to measure it.
 
 #[cfg(feature = "napi")]
 use napi_derive::napi;
@@ -11,7 +12,7 @@ use napi_derive::napi;
 /// Seconds per table entry of one walk and of one full pass, as last measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CostModel {
-    /// Measured by a flush: (seconds per entry, table size it was measured on).
+    /// Measured by a per-pair dump: (seconds per entry, table size it was measured on).
     walk: Option<(f64, u64)>,
     /// Estimated from the last full pass's dump: seconds per entry of a walk.
     walk_from_dump: Option<f64>,
@@ -22,11 +23,11 @@ pub struct CostModel {
 /// that returns R of a table's T entries takes `walk × (T + FILL_PER_ENTRY_IN_WALKS × R)`.
 /// Measured on this kernel (6.18, 262,144 hash buckets) in a private netns with 200,000
 /// DNATed UDP entries (`tests/probe.rs`, `dump_against_walk`, release build, medians of 5,
-/// four runs at load 4.6–6.6): a flush matching nothing 64 / 79 / 86 / 80 ms, a UDP dump of
+/// four runs at load 4.6–6.6): a walk matching nothing 64 / 79 / 86 / 80 ms, a UDP dump of
 /// every entry through `Conntrack::dump` 498 / 551 / 559 / 567 ms, so 6.8 / 6.0 / 5.5 / 6.1
 /// walks. The 1 M figures from a quieter machine (walk 0.39–0.41 s, walk + fill
 /// 1.31–1.43 s) give about 2.4: the user-space part of a fill suffers most from load. The
-/// first flush replaces the estimate with a measure either way.
+/// first per-pair dump replaces the estimate with a measure either way.
 pub const FILL_PER_ENTRY_IN_WALKS: f64 = 6.0;
 
 /// The two estimates a decision compared, in seconds.
@@ -48,7 +49,7 @@ fn per_entry(seconds: f64, table: u64) -> f64 {
 }
 
 impl CostModel {
-    /// A flush's time over the table it walked.
+    /// A per-pair dump's time over the table it walked (it returns next to nothing).
     pub fn record_walk(&mut self, seconds: f64, table: u64) {
         self.walk = Some((per_entry(seconds, table), table));
     }
@@ -63,9 +64,10 @@ impl CostModel {
         self.walk_from_dump = Some(seconds / walks.max(1.0));
     }
 
-    /// Seconds per entry of one walk of a table of `table` entries: a flush's measure when it
-    /// was taken on a table of about that size (on a very different one the fixed part of a
-    /// walk, the hash buckets, weighs differently), else the dump's estimate, else any flush.
+    /// Seconds per entry of one walk of a table of `table` entries: a per-pair dump's measure
+    /// when it was taken on a table of about that size (on a very different one the fixed part
+    /// of a walk, the hash buckets, weighs differently), else the full dump's estimate, else any
+    /// per-pair measure.
     pub fn walk_per_entry(&self, table: u64) -> Option<f64> {
         let near = |at: u64| table <= at.saturating_mul(2) && at <= table.saturating_mul(2);
         match self.walk {
@@ -114,7 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn a_flush_on_a_table_of_about_this_size_beats_the_dump_estimate() {
+    fn a_walk_on_a_table_of_about_this_size_beats_the_dump_estimate() {
         let mut m = CostModel::default();
         assert_eq!(m.walk_per_entry(1000), None);
         // A full pass's dump: 1.4 s over 1 M entries, all returned.
@@ -125,13 +127,13 @@ mod tests {
         m.record_dump(0.5, 1_000_000, 50_000);
         let est = m.walk_per_entry(1_000_000).unwrap();
         assert!((est - 0.5 / 1.3 / 1e6).abs() < 1e-15, "{est}");
-        // A flush's measure wins on a table within 2× of the one it walked.
+        // A per-pair measure wins on a table within 2× of the one it walked.
         m.record_walk(0.001, 1000);
         assert_eq!(m.walk_per_entry(1500), Some(1e-6));
         assert_eq!(m.walk_per_entry(600), Some(1e-6));
         assert_eq!(m.walk_per_entry(2001), Some(est));
         assert_eq!(m.walk_per_entry(499), Some(est));
-        // Without a dump estimate, a flush of any size is better than nothing.
+        // Without a full-dump estimate, a per-pair measure of any size is better than nothing.
         let mut f = CostModel::default();
         f.record_walk(0.001, 1000);
         assert_eq!(f.walk_per_entry(1_000_000), Some(1e-6));

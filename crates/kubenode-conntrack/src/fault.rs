@@ -1,11 +1,14 @@
 //! Fault injection for tests: makes the socket and the dump behave as if the kernel had
 //! interrupted a syscall, flagged a dump as inconsistent, dropped acks or truncated a datagram,
-//! so every recovery path runs against the real kernel.
+//! so every recovery path runs against the real kernel. Only with the `test-hooks` feature;
+//! without it `Faults` is empty and its checks are constant `false`, so release builds carry
+//! neither the counters nor a way to arm them.
 
-#[cfg(feature = "napi")]
+#[cfg(all(feature = "napi", feature = "test-hooks"))]
 use napi_derive::napi;
 
 /// One kind of fault `Faults` can inject.
+#[cfg(feature = "test-hooks")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "napi", napi(string_enum = "camelCase", js_name = "ConntrackFault"))]
 pub enum Fault {
@@ -19,6 +22,7 @@ pub enum Fault {
     Trunc,
 }
 
+#[cfg(feature = "test-hooks")]
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
     /// The next N receive syscalls fail with EINTR before reaching the kernel.
@@ -29,13 +33,11 @@ pub struct Faults {
     pub dump_intr: u32,
     /// The next N received datagrams are reported as truncated (`MSG_TRUNC`).
     pub trunc: u32,
-    /// Pins the targeted-vs-full choice of `clean_stale` (`Some(true)`: targeted whenever the
-    /// handle may take it), so tests exercise a path whatever this machine measures.
-    pub cost_choice: Option<bool>,
     /// Counters of what was injected, for assertions.
     pub injected: u32,
 }
 
+#[cfg(feature = "test-hooks")]
 fn take(n: &mut u32, injected: &mut u32) -> bool {
     if *n > 0 {
         *n -= 1;
@@ -46,6 +48,7 @@ fn take(n: &mut u32, injected: &mut u32) -> bool {
     }
 }
 
+#[cfg(feature = "test-hooks")]
 impl Faults {
     /// Arms the next `n` occurrences of `kind` (0 disarms it), replacing what was armed.
     pub fn set(&mut self, kind: Fault, n: u32) {
@@ -71,7 +74,32 @@ impl Faults {
     }
 }
 
-#[cfg(test)]
+/// Without `test-hooks`: nothing to arm, nothing injected.
+#[cfg(not(feature = "test-hooks"))]
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Faults {}
+
+#[cfg(not(feature = "test-hooks"))]
+impl Faults {
+    #[inline(always)]
+    pub(crate) fn take_recv_eintr(&mut self) -> bool {
+        false
+    }
+    #[inline(always)]
+    pub(crate) fn take_recv_enobufs(&mut self) -> bool {
+        false
+    }
+    #[inline(always)]
+    pub(crate) fn take_dump_intr(&mut self) -> bool {
+        false
+    }
+    #[inline(always)]
+    pub(crate) fn take_trunc(&mut self) -> bool {
+        false
+    }
+}
+
+#[cfg(all(test, feature = "test-hooks"))]
 mod tests {
     use super::*;
 

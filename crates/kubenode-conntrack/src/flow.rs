@@ -6,7 +6,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::attr::{be16, be32, each_attr, MsgBuf};
 use crate::consts::*;
 use crate::error::{Error, Result};
-use crate::validate::check_family;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {
@@ -37,6 +36,20 @@ impl Family {
             Family::V6 => "IPv6",
         }
     }
+}
+
+/// The family rule: tables and flows are per family. `what` is only built on failure. It lives
+/// with [`Family`], so the codec, the rules and the input checks share it without importing
+/// each other.
+pub fn check_family(family: Family, ip: &IpAddr, what: impl FnOnce() -> String) -> Result<()> {
+    if Family::of(ip) == family {
+        return Ok(());
+    }
+    Err(Error::FamilyMismatch(format!(
+        "{}: {ip} is not an {} address (family mismatch)",
+        what(),
+        family.label()
+    )))
 }
 
 /// One direction of a connection. IPs are `None` when the kernel did not send them (an unset
@@ -322,8 +335,8 @@ pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32
 }
 
 /// Encodes `filter`'s fields as `CTA_FILTER` tuples and flags: the original tuple always (at
-/// least the protocol), the reply tuple when a reply field is set. Dumps and flushes share it.
-pub(crate) fn put_filter(b: &mut MsgBuf, proto: u8, filter: &DumpFilter) {
+/// least the protocol), the reply tuple when a reply field is set.
+fn put_filter(b: &mut MsgBuf, proto: u8, filter: &DumpFilter) {
     let t = TupleFilter {
         dst: filter.orig_dst,
         dst_port: filter.orig_dst_port,

@@ -5,11 +5,28 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
+use crate::cleaner::StaleFlowCleaner;
 use crate::conntrack::Conntrack;
 use crate::error::{Error, Result};
 
-/// The handle callers share: one persistent ctnetlink socket.
-pub type ConntrackHandle = Handle<Conntrack>;
+/// What one shared handle holds: its persistent ctnetlink socket and the cleanup that uses it.
+pub struct Session {
+    pub ct: Conntrack,
+    pub cleaner: StaleFlowCleaner,
+}
+
+impl Session {
+    /// `ct` with a cleaner that has run no pass yet.
+    pub fn new(ct: Conntrack) -> Self {
+        Session {
+            ct,
+            cleaner: StaleFlowCleaner::new(),
+        }
+    }
+}
+
+/// The handle callers share.
+pub type ConntrackHandle = Handle<Session>;
 
 #[derive(Debug)]
 pub struct Handle<T> {

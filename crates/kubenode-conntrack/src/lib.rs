@@ -6,43 +6,44 @@
 //! deletes go by exact tuple, zone and `CTA_ID`, thousands per `sendmsg`.
 
 mod attr;
-mod clean;
+mod cleaner;
 mod conntrack;
 mod consts;
 mod cost;
 mod error;
 mod fault;
 mod flow;
-mod flush;
 mod handle;
 mod hash;
+mod plan;
+mod probe;
+mod progress;
+mod report;
 mod socket;
 mod stale;
 mod stale_diff;
 mod stats;
 mod sysctls;
-mod targeted;
 mod validate;
 
 pub use attr::{Attrs, MsgBuf, Msgs};
-pub use clean::{
-    clean_stale, CleanOptions, CleanPath, CleanReport, FullReason, Progress, ProgressReport,
-    PHASE_DELETING, PHASE_IDLE, PHASE_LISTING,
-};
+pub use cleaner::StaleFlowCleaner;
 pub use conntrack::{BatchReport, Conntrack, DumpEvent, DumpStats, MAX_DUMP_ATTEMPTS};
 pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
 pub use flow::{
-    encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
-    Flow, Tuple,
+    check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
+    DumpFilter, Family, Flow, Tuple,
 };
-pub use flush::{
-    encode_flush, encode_flush_probe, flush_support_from_errno, FlushFilter, FlushSupport,
-};
-pub use handle::{ConntrackHandle, Handle};
+pub use handle::{ConntrackHandle, Handle, Session};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
+pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
+pub use probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
+pub use progress::{Progress, ProgressReport, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
+pub use report::{CleanOptions, CleanPath, CleanReport, FullReason};
 pub use stale::{
     is_headless, Endpoint, EndpointEntry, Protocol, Service, ServiceEntry, ServicePort,
     StaleMatcher,
@@ -53,12 +54,11 @@ pub use stats::{
     StatsTotal, TableStats, DEFAULT_FULL_THRESHOLD, REARM_GAP,
 };
 pub use sysctls::writes_conntrack_max;
-pub use validate::{
-    check_family, check_flows, parse_family, parse_ip, protocol_number, stale_matcher,
-};
+pub use validate::{check_flows, parse_family, parse_ip, protocol_number, stale_matcher};
 
-/// Low-level codec pieces for tests and fuzzing.
+/// Low-level codec pieces and the bare socket, for tests, fuzzing and the benchmark's floor.
 pub mod codec {
     pub use crate::attr::{align4, parse_ack, Msg};
     pub use crate::consts::*;
+    pub use crate::socket::{NlSocket, RECV_BUF};
 }

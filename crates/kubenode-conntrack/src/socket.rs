@@ -25,7 +25,7 @@ const SOCK_BUF: i32 = 8 * 1024 * 1024;
 
 pub struct NlSocket {
     fd: OwnedFd,
-    pub faults: Faults,
+    pub(crate) faults: Faults,
 }
 
 fn setopt(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> {

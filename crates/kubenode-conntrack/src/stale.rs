@@ -11,9 +11,8 @@ use kubenode_sysctl::KubernetesVersion;
 
 use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::Result;
-use crate::flow::{DumpFilter, Family, Flow};
+use crate::flow::{check_family, DumpFilter, Family, Flow};
 use crate::hash::{FxMap, FxSet};
-use crate::validate::check_family;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protocol {
@@ -216,7 +215,7 @@ impl StaleMatcher {
     }
 
     /// Ahead of upstream (the rule upstream merged for v1.38), from v1.37 on: a frontend
-    /// (VIP and port) of `previous`, the tables of the handle's last pass, that these tables
+    /// (VIP and port) of `previous`, the tables of the cleaner's last pass, that these tables
     /// lack belongs to a deleted service port, and every flow to it is stale, as for a port
     /// without serving endpoints; node ports are left alone for the same reason as there.
     /// Borrows `self` when nothing was deleted (or under v1.36, where deleted services keep

@@ -16,7 +16,6 @@
 //! every-sync full pass also only catches at its next run) are left to the periodic full pass.
 
 use crate::flow::DumpFilter;
-use crate::flush::FlushFilter;
 use crate::hash::{FxMap, FxSet};
 use crate::stale::{Backend, StaleMatcher};
 
@@ -24,7 +23,7 @@ use crate::stale::{Backend, StaleMatcher};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StaleDiff {
     /// One kernel filter per removed (frontend, backend) pair: its flows are dumped and deleted.
-    pub pairs: Vec<FlushFilter>,
+    pub pairs: Vec<DumpFilter>,
     /// Frontends the old matcher did not know: each is dumped (filtered in the kernel to the
     /// frontend) and decided flow by flow with the new matcher.
     pub frontends: Vec<DumpFilter>,
@@ -36,7 +35,7 @@ impl StaleDiff {
         self.pairs.is_empty() && self.frontends.is_empty()
     }
 
-    /// Walks over the table the targeted pass costs (one per flush or dump).
+    /// Walks over the table the targeted pass costs (one per filtered dump).
     pub fn walks(&self) -> usize {
         self.pairs.len() + self.frontends.len()
     }
@@ -48,7 +47,7 @@ fn diff_keys<K: std::hash::Hash + Eq + Copy>(
     (old, old_sets): (&FxMap<K, u32>, &[FxSet<Backend>]),
     (new, new_sets): (&FxMap<K, u32>, &[FxSet<Backend>]),
     frontend: impl Fn(K) -> DumpFilter,
-    pair: impl Fn(K, Backend) -> FlushFilter,
+    pair: impl Fn(K, Backend) -> DumpFilter,
     d: &mut StaleDiff,
 ) {
     let empty = FxSet::default();
@@ -69,32 +68,26 @@ fn diff_keys<K: std::hash::Hash + Eq + Copy>(
 pub fn stale_diff(old: &StaleMatcher, new: &StaleMatcher) -> StaleDiff {
     let mut d = StaleDiff::default();
     // Every key carries its service port's protocol: the filters match flows of that protocol.
-    let flush = |proto, orig_dst, port, reply: Option<Backend>| FlushFilter {
-        proto,
+    let filter = |proto, orig_dst, port, reply: Option<Backend>| DumpFilter {
+        proto: Some(proto),
         orig_dst,
         orig_dst_port: Some(port),
         reply_src: reply.map(|b| b.0),
         reply_src_port: reply.map(|b| b.1),
     };
-    let dump = |f: FlushFilter| DumpFilter {
-        proto: Some(f.proto),
-        orig_dst: f.orig_dst,
-        orig_dst_port: f.orig_dst_port,
-        ..Default::default()
-    };
     diff_keys(
         (&old.vip, &old.sets),
         (&new.vip, &new.sets),
-        |(proto, ip, port)| dump(flush(proto, Some(ip), port, None)),
-        |(proto, ip, port), b| flush(proto, Some(ip), port, Some(b)),
+        |(proto, ip, port)| filter(proto, Some(ip), port, None),
+        |(proto, ip, port), b| filter(proto, Some(ip), port, Some(b)),
         &mut d,
     );
     // Upstream's node-port rule ignores the destination IP: so do these filters.
     diff_keys(
         (&old.node_port, &old.sets),
         (&new.node_port, &new.sets),
-        |(proto, np)| dump(flush(proto, None, np, None)),
-        |(proto, np), b| flush(proto, None, np, Some(b)),
+        |(proto, np)| filter(proto, None, np, None),
+        |(proto, np), b| filter(proto, None, np, Some(b)),
         &mut d,
     );
     d
@@ -129,7 +122,7 @@ mod tests {
             let gone = Some(ip("10.244.0.1"));
             assert_eq!(d.pairs.len(), 2, "one per frontend key");
             for f in &d.pairs {
-                assert_eq!((f.proto, f.reply_src), (proto, gone));
+                assert_eq!((f.proto, f.reply_src), (Some(proto), gone));
             }
             let d = stale_diff(&StaleMatcher::default(), &old);
             assert_eq!(d.frontends.len(), 2);

@@ -6,11 +6,9 @@
 #[cfg(feature = "napi")]
 use napi_derive::napi;
 
-use crate::attr::{be16, be32, parse_ack, Attrs, Msgs};
-use crate::conntrack::Conntrack;
+use crate::attr::{be16, be32, Attrs};
 use crate::consts::*;
-use crate::error::{from_dump_errno, Error, Result};
-use crate::socket::recv_failure;
+use crate::error::{Error, Result};
 
 /// The counters the kernel keeps per CPU for one network namespace (`conntrack -S`). Each is
 /// the kernel's `unsigned int` and wraps at 2^32. Attributes the kernel marks "no longer used"
@@ -91,7 +89,7 @@ fn counter(s: &mut CpuStats, ty: u16) -> Option<&mut u32> {
 }
 
 impl StatsTotal {
-    fn add(&mut self, c: &CpuStats) {
+    pub(crate) fn add(&mut self, c: &CpuStats) {
         let pairs = [
             (&mut self.found, c.found),
             (&mut self.invalid, c.invalid),
@@ -145,7 +143,7 @@ pub fn parse_global_stats(payload: &[u8]) -> Result<(u32, Option<u32>)> {
 }
 
 /// `nf_conntrack_max` from procfs, for kernels whose stats reply lacks it.
-fn max_from_proc() -> Result<u32> {
+pub(crate) fn max_from_proc() -> Result<u32> {
     const PATH: &str = "/proc/sys/net/netfilter/nf_conntrack_max";
     let text = std::fs::read_to_string(PATH).map_err(|source| Error::Io {
         op: "read nf_conntrack_max",
@@ -154,98 +152,6 @@ fn max_from_proc() -> Result<u32> {
     text.trim()
         .parse()
         .map_err(|_| Error::Malformed("nf_conntrack_max is not a number"))
-}
-
-impl Conntrack {
-    /// The entry count and limit of this handle's namespace, in one request.
-    pub(crate) fn global_stats(&mut self) -> Result<(u32, Option<u32>)> {
-        let seq = self.next_seq();
-        self.out.clear();
-        let ty = ct_type(IPCTNL_MSG_CT_GET_STATS);
-        let m = self
-            .out
-            .begin_msg(ty, NLM_F_REQUEST | NLM_F_ACK, seq, libc::AF_UNSPEC as u8);
-        self.out.end_msg(m);
-        let mut reply = None;
-        self.request("read conntrack stats", seq, |m| {
-            if m.ty == ty && reply.is_none() {
-                reply = Some(parse_global_stats(m.payload));
-            }
-        })?;
-        reply.unwrap_or(Err(Error::Malformed("no stats reply")))
-    }
-
-    /// The per-CPU counters of this handle's namespace: one dump, one message per CPU.
-    pub fn cpu_stats(&mut self) -> Result<Vec<CpuStats>> {
-        const OP: &str = "read conntrack per-CPU stats";
-        let seq = self.next_seq();
-        self.out.clear();
-        let ty = ct_type(IPCTNL_MSG_CT_GET_STATS_CPU);
-        let m = self
-            .out
-            .begin_msg(ty, NLM_F_REQUEST | NLM_F_DUMP, seq, libc::AF_UNSPEC as u8);
-        self.out.end_msg(m);
-        self.sock.send(&self.out.buf)?;
-        let mut cpus = Vec::new();
-        // The first error is kept while the dump is read to its end, so the socket is clean
-        // for the next request.
-        let mut failure: Option<Error> = None;
-        loop {
-            let n = match self.sock.recv(&mut self.rbuf, false) {
-                Ok(Some(n)) => n,
-                Ok(None) => continue,
-                Err(e) => return Err(failure.unwrap_or(recv_failure(OP, e))),
-            };
-            for m in Msgs::new(self.rbuf.get(..n).unwrap_or(&[])) {
-                let m = match m {
-                    Ok(m) => m,
-                    Err(e) => return Err(failure.unwrap_or(e)),
-                };
-                if m.seq != seq {
-                    continue; // a late reply to an earlier request
-                }
-                match m.ty {
-                    NLMSG_DONE => return failure.map_or(Ok(cpus), Err),
-                    NLMSG_ERROR => {
-                        let ack = parse_ack(&m)?;
-                        if ack.errno == 0 {
-                            return failure.map_or(Ok(cpus), Err);
-                        }
-                        let msg = ack.msg.map(|b| String::from_utf8_lossy(b).into_owned());
-                        return Err(from_dump_errno(OP, ack.errno, msg.unwrap_or_default()));
-                    }
-                    t if t == ty => match parse_cpu_stats(m.payload) {
-                        Ok(s) => cpus.push(s),
-                        Err(e) => {
-                            failure.get_or_insert(e);
-                        }
-                    },
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    /// Count, limit and per-CPU counters of this handle's namespace: two small requests, no
-    /// walk of the table.
-    pub fn stats(&mut self) -> Result<TableStats> {
-        let (count, max) = self.global_stats()?;
-        let max = match max {
-            Some(m) => m,
-            None => max_from_proc()?,
-        };
-        let per_cpu = self.cpu_stats()?;
-        let mut total = StatsTotal::default();
-        for c in &per_cpu {
-            total.add(c);
-        }
-        Ok(TableStats {
-            count,
-            max,
-            per_cpu,
-            total,
-        })
-    }
 }
 
 /// The default `--conntrack-full-threshold`: warn at 90 % of the limit.

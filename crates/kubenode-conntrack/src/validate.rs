@@ -9,7 +9,7 @@ use kubenode_sysctl::KubernetesVersion;
 
 use crate::consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::error::{Error, Result};
-use crate::flow::{Family, Flow, Tuple};
+use crate::flow::{check_family, Family, Flow, Tuple};
 use crate::stale::{
     is_headless, Endpoint, EndpointEntry, Protocol, ServiceEntry, ServicePort, StaleMatcher,
 };
@@ -30,18 +30,6 @@ pub fn parse_family(s: &str) -> Result<Family> {
 pub fn parse_ip(what: &str, s: &str) -> Result<IpAddr> {
     s.parse()
         .map_err(|_| Error::InvalidArgument(format!("{what}: invalid IP address {s:?}")))
-}
-
-/// The family rule: tables and flows are per family. `what` is only built on failure.
-pub fn check_family(family: Family, ip: &IpAddr, what: impl FnOnce() -> String) -> Result<()> {
-    if Family::of(ip) == family {
-        return Ok(());
-    }
-    Err(Error::FamilyMismatch(format!(
-        "{}: {ip} is not an {} address (family mismatch)",
-        what(),
-        family.label()
-    )))
 }
 
 /// A protocol name for a dump filter (any case) as its IP protocol number.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use common::{dnat, dns_flows, ep, ip, svc, tcp, Netns};
 use kubenode_conntrack::{
-    clean_stale, CleanOptions, DumpFilter, Error, Family, Flow, KubernetesVersion, Progress,
+    CleanOptions, DumpFilter, Error, Family, Flow, KubernetesVersion, Progress, StaleFlowCleaner,
     StaleMatcher, MAX_DUMP_ATTEMPTS,
 };
 
@@ -325,20 +325,24 @@ fn clean_stale_deletes_exactly_the_stale_flows() {
     let eps = HashMap::from([("ns/dns:dns".to_string(), vec![ep("10.244.0.5", 5353)])]);
     let m = StaleMatcher::build(Family::V4, &services, &eps, KubernetesVersion::NEWEST).unwrap();
     let progress = Progress::default();
+    let mut cleaner = StaleFlowCleaner::new();
 
-    let dry = clean_stale(
-        &mut ct,
-        Family::V4,
-        &m,
-        CleanOptions {
-            dry_run: true,
-            ..Default::default()
-        },
-        &progress,
-    )
-    .unwrap();
+    let dry = cleaner
+        .clean(
+            &mut ct,
+            Family::V4,
+            &m,
+            CleanOptions {
+                dry_run: true,
+                ..Default::default()
+            },
+            &progress,
+        )
+        .unwrap();
     assert_eq!((dry.listed, dry.stale, dry.deleted), (7, 4, 0));
-    let r = clean_stale(&mut ct, Family::V4, &m, CleanOptions::default(), &progress).unwrap();
+    let r = cleaner
+        .clean(&mut ct, Family::V4, &m, CleanOptions::default(), &progress)
+        .unwrap();
     assert_eq!(
         (r.listed, r.stale, r.deleted, r.failed, r.partial),
         (7, 4, 4, 0, false),

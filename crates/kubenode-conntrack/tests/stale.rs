@@ -8,8 +8,8 @@ use std::net::IpAddr;
 
 use common::{dnat, ip, tcp};
 use kubenode_conntrack::{
-    stale_diff, Endpoint, Error, Family, Flow, KubernetesVersion, Protocol, ServicePort,
-    StaleMatcher,
+    plan, stale_diff, CleanOptions, CostModel, Costs, Endpoint, Error, Family, Flow, FlushSupport,
+    KubernetesVersion, LastPass, Plan, Protocol, ServicePort, StaleMatcher,
 };
 
 const V136: KubernetesVersion = KubernetesVersion::OLDEST;
@@ -638,12 +638,40 @@ proptest! {
         let table: Vec<&Flow> = flows.iter().filter(|f| !old.is_stale(f)).collect();
         let d = stale_diff(&old, &new);
         for f in &table {
-            let flushed = d.pairs.iter().any(|x| x.matches(f));
+            let paired = d.pairs.iter().any(|x| x.matches(f));
             let dumped = d.frontends.iter().any(|x| x.matches(f)) && new.is_stale(f);
-            prop_assert!(!flushed || new.is_stale(f), "a flush hits a kept flow: {:?}", f);
-            prop_assert_eq!(flushed || dumped, new.is_stale(f), "{:?} {:?}", f, d);
+            prop_assert!(!paired || new.is_stale(f), "a pair's filter selects a kept flow: {:?}", f);
+            prop_assert_eq!(paired || dumped, new.is_stale(f), "{:?} {:?}", f, d);
         }
         prop_assert!(stale_diff(&new, &new).is_empty());
+    }
+
+    /// Following a targeted plan (its dumps, then its tables' rule on what they return)
+    /// selects exactly what the full plan of the same tables selects, deleted services
+    /// included, on a table the previous pass left clean.
+    #[test]
+    fn a_targeted_plan_selects_what_a_full_plan_selects(
+        (old_svcs, old_eps, flows) in arb_case(),
+        (new_svcs, new_eps, _) in arb_case(),
+        k8s in arb_k8s(),
+    ) {
+        let old = StaleMatcher::build(Family::V4, &old_svcs, &old_eps, k8s).unwrap();
+        let new = StaleMatcher::build(Family::V4, &new_svcs, &new_eps, k8s).unwrap();
+        let table: Vec<&Flow> = flows.iter().filter(|f| !old.is_stale(f)).collect();
+        let model = CostModel::default();
+        let costs = Costs { flush_support: FlushSupport::Supported, model: &model, pinned: Some(true) };
+        let prev = LastPass::Done(old);
+        let targeted = plan(&prev, &new, CleanOptions::default(), costs, || Some(1));
+        let full = CleanOptions { full: true, ..Default::default() };
+        let full = plan(&prev, &new, full, costs, || Some(1));
+        let select = |p: &Plan<'_>| -> Vec<Flow> {
+            table
+                .iter()
+                .filter(|f| p.dumps.iter().any(|(_, d)| d.matches(f)) && p.tables.is_stale(f))
+                .map(|f| **f)
+                .collect()
+        };
+        prop_assert_eq!(select(&targeted), select(&full), "{:?}", targeted.dumps);
     }
 
     /// No flow is ever selected if its backend serves every service whose frontend or node

@@ -1,4 +1,4 @@
-//! Filtered flushes, the per-pair filtered dumps and the targeted cleanup path, against the real kernel.
+//! The per-pair filtered dumps and the targeted cleanup path, against the real kernel.
 
 mod common;
 
@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use common::{dnat, ep, ip, svc, tcp, Netns};
 use kubenode_conntrack::{
-    clean_stale, CleanOptions, CleanPath, CleanReport, Conntrack, DumpFilter, Endpoint, Family,
-    FlushFilter, FlushSupport, FullReason, KubernetesVersion, Progress, ServicePort, StaleMatcher,
+    CleanOptions, CleanPath, CleanReport, Conntrack, DumpFilter, Endpoint, Family, FlushSupport,
+    FullReason, KubernetesVersion, Progress, ServicePort, Session, StaleMatcher,
 };
 
 type Key = (u16, std::net::IpAddr, u16);
@@ -29,8 +29,21 @@ fn left(ct: &mut Conntrack) -> Vec<Key> {
     k
 }
 
+/// (client port) of every UDP entry a dump filtered by `f` returns.
+fn listed(ct: &mut Conntrack, f: DumpFilter) -> Vec<u16> {
+    let mut p: Vec<u16> = ct
+        .list(Family::V4, &f)
+        .unwrap()
+        .0
+        .iter()
+        .map(|f| f.orig.src_port)
+        .collect();
+    p.sort();
+    p
+}
+
 #[test]
-fn a_filtered_flush_deletes_exactly_the_matching_flows() {
+fn a_pair_dump_returns_exactly_the_matching_flows() {
     let ns = Netns::new();
     let mut ct = ns.open();
     // Probed at open: this kernel (6.x) deletes by filter.
@@ -51,31 +64,24 @@ fn a_filtered_flush_deletes_exactly_the_matching_flows() {
     assert_eq!(ct.table_count().unwrap(), 7, "the probe deletes nothing");
 
     // One (VIP:port, backend) pair: only that frontend's UDP flows to that backend.
-    let vip_pair = FlushFilter {
-        proto: 17,
+    let vip_pair = DumpFilter {
+        proto: Some(17),
         orig_dst: Some(ip("10.96.0.10")),
         orig_dst_port: Some(53),
         reply_src: Some(ip("10.244.0.5")),
         reply_src_port: Some(5353),
     };
-    ct.flush(Family::V4, &vip_pair).unwrap();
-    assert_eq!(ct.table_count().unwrap(), 6);
-    let want = |ports: &[u16]| -> Vec<u16> { ports.to_vec() };
-    let ports = |ct: &mut Conntrack| left(ct).iter().map(|k| k.0).collect::<Vec<_>>();
-    assert_eq!(ports(&mut ct), want(&[1001, 1002, 1003, 1004, 1005]));
+    assert_eq!(listed(&mut ct, vip_pair), vec![1000]);
     // A node port pair: any destination IP.
-    let np_pair = FlushFilter {
+    let np_pair = DumpFilter {
         orig_dst: None,
         orig_dst_port: Some(30053),
         ..vip_pair
     };
-    ct.flush(Family::V4, &np_pair).unwrap();
-    assert_eq!(ports(&mut ct), want(&[1001, 1002, 1003]));
-    assert_eq!(ct.table_count().unwrap(), 4, "the TCP flow is untouched");
-    // The other family's flows are never touched by an IPv6 flush, and an IPv4 address in
-    // an IPv6 flush is refused before any request.
-    assert!(ct.flush(Family::V6, &vip_pair).is_err());
-    assert_eq!(ct.table_count().unwrap(), 4);
+    assert_eq!(listed(&mut ct, np_pair), vec![1004, 1005]);
+    // An IPv4 address in an IPv6 dump is refused before any request.
+    assert!(ct.list(Family::V6, &vip_pair).is_err());
+    assert_eq!(ct.table_count().unwrap(), 7, "dumps delete nothing");
 }
 
 struct Tables {
@@ -98,18 +104,25 @@ impl Tables {
     }
 }
 
-fn pass(ct: &mut Conntrack, t: &Tables, full: bool) -> CleanReport {
+fn pass(s: &mut Session, t: &Tables, full: bool) -> CleanReport {
     let opts = CleanOptions {
         full,
         ..Default::default()
     };
-    clean_stale(ct, Family::V4, &t.matcher(), opts, &Progress::default()).unwrap()
+    let progress = Progress::default();
+    s.cleaner
+        .clean(&mut s.ct, Family::V4, &t.matcher(), opts, &progress)
+        .unwrap()
+}
+
+fn open(ns: &Netns) -> Session {
+    Session::new(ns.open())
 }
 
 /// Makes the targeted path win (or lose) whatever this loaded machine measured.
-fn pin_costs(ct: &mut Conntrack, targeted_wins: bool) {
-    let table = ct.table_count().unwrap();
-    let m = ct.stale_costs_mut(Family::V4);
+fn pin_costs(s: &mut Session, targeted_wins: bool) {
+    let table = s.ct.table_count().unwrap();
+    let m = s.cleaner.costs_mut(Family::V4);
     m.record_walk(if targeted_wins { 1e-6 } else { 1.0 }, table);
     m.record_full(1e-3, table);
 }
@@ -117,7 +130,7 @@ fn pin_costs(ct: &mut Conntrack, targeted_wins: bool) {
 #[test]
 fn the_handle_takes_the_targeted_path_for_what_changed() {
     let ns = Netns::new();
-    let mut ct = ns.open();
+    let mut s = open(&ns);
     // v1.36 skips the service without endpoints, so it is a frontend the old matcher did not
     // know once it gets one (v1.37 knows it, with an empty set: see the tests below).
     let mut t = Tables {
@@ -131,12 +144,12 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
         )]),
         k8s: KubernetesVersion::OLDEST,
     };
-    let r = pass(&mut ct, &t, false);
+    let r = pass(&mut s, &t, false);
     assert_eq!(
         (r.path, r.full_reason),
         (CleanPath::Full, Some(FullReason::First))
     );
-    let r = pass(&mut ct, &t, false);
+    let r = pass(&mut s, &t, false);
     assert_eq!((r.path, r.pairs), (CleanPath::Unchanged, 0), "{r:?}");
 
     let flows = vec![
@@ -150,15 +163,15 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
         dnat("10.0.0.1", 1005, "203.0.113.10", 9999, "203.0.113.10", 9999),
         dnat("10.0.0.1", 1006, "10.244.0.6", 5353, "10.244.0.6", 5353),
     ];
-    assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 7);
-    pin_costs(&mut ct, true);
+    assert_eq!(s.ct.create(Family::V4, &flows).unwrap().ok, 7);
+    pin_costs(&mut s, true);
 
     // 10.244.0.6 stops serving; "empty" gets its first endpoint.
     t.endpoints
         .insert("dns".into(), vec![ep("10.244.0.5", 5353)]);
     t.endpoints
         .insert("empty".into(), vec![ep("10.244.1.1", 5353)]);
-    let r = pass(&mut ct, &t, false);
+    let r = pass(&mut s, &t, false);
     assert_eq!(r.path, CleanPath::Targeted, "{r:?}");
     // Two pairs walked (VIP and node port, one flow each) and one frontend (one flow): every
     // listed flow was stale, and each was deleted by exact tuple.
@@ -166,19 +179,19 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
     assert_eq!((r.deleted, r.failed), (3, 0), "{r:?}");
     let e = r.estimate.unwrap();
     assert!(e.targeted_seconds < e.full_seconds);
-    let ports: Vec<u16> = left(&mut ct).iter().map(|k| k.0).collect();
+    let ports: Vec<u16> = left(&mut s.ct).iter().map(|k| k.0).collect();
     assert_eq!(ports, vec![1000, 1002, 1005, 1006]);
 
     // The same change again, measured the other way round: one full pass.
-    ct.create(
+    s.ct.create(
         Family::V4,
         &[dnat("10.0.0.1", 1007, "10.96.0.10", 53, "10.244.0.5", 5353)],
     )
     .unwrap();
     t.endpoints
         .insert("dns".into(), vec![ep("10.244.0.7", 5353)]);
-    pin_costs(&mut ct, false);
-    let r = pass(&mut ct, &t, false);
+    pin_costs(&mut s, false);
+    let r = pass(&mut s, &t, false);
     assert_eq!(
         (r.path, r.full_reason),
         (CleanPath::Full, Some(FullReason::Cost)),
@@ -186,39 +199,39 @@ fn the_handle_takes_the_targeted_path_for_what_changed() {
     );
     assert!(r.estimate.is_some());
     assert_eq!(r.deleted, 3, "{r:?}");
-    let r = pass(&mut ct, &t, true);
+    let r = pass(&mut s, &t, true);
     assert_eq!(r.full_reason, Some(FullReason::Requested));
-    let ports: Vec<u16> = left(&mut ct).iter().map(|k| k.0).collect();
+    let ports: Vec<u16> = left(&mut s.ct).iter().map(|k| k.0).collect();
     assert_eq!(ports, vec![1005, 1006]);
 }
 
 #[test]
 fn a_partial_pass_makes_the_next_one_full() {
     let ns = Netns::new();
-    let mut ct = ns.open();
+    let mut s = open(&ns);
     let t = Tables::new(
         vec![svc("dns", "10.96.0.10", 53, 0)],
         HashMap::from([("dns".to_string(), vec![ep("10.244.0.5", 5353)])]),
     );
-    ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
-    let r = pass(&mut ct, &t, false);
+    s.ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
+    let r = pass(&mut s, &t, false);
     assert!(r.partial);
-    let r = pass(&mut ct, &t, false);
+    let r = pass(&mut s, &t, false);
     assert_eq!(r.full_reason, Some(FullReason::PreviousIncomplete));
-    let r = pass(&mut ct, &t, false);
+    let r = pass(&mut s, &t, false);
     assert_eq!(r.path, CleanPath::Unchanged);
 }
 
 #[test]
 fn the_walk_cost_comes_from_the_full_pass_dump_then_from_targeted_walks() {
     let ns = Netns::new();
-    let mut ct = ns.open();
+    let mut s = open(&ns);
     let flows: Vec<_> = (0..2000u16)
         .map(|i| dnat("10.0.0.1", 1000 + i, "10.96.0.10", 53, "10.244.0.5", 5353))
         .collect();
-    assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 2000);
+    assert_eq!(s.ct.create(Family::V4, &flows).unwrap().ok, 2000);
     // Nothing walked the table at open, so nothing is known of a walk yet.
-    assert_eq!(ct.stale_costs_mut(Family::V4).walk_per_entry(2000), None);
+    assert_eq!(s.cleaner.costs(Family::V4).walk_per_entry(2000), None);
     let mut t = Tables::new(
         vec![svc("dns", "10.96.0.10", 53, 0)],
         HashMap::from([(
@@ -226,19 +239,19 @@ fn the_walk_cost_comes_from_the_full_pass_dump_then_from_targeted_walks() {
             vec![ep("10.244.0.5", 5353), ep("10.244.0.6", 5353)],
         )]),
     );
-    assert_eq!(pass(&mut ct, &t, false).path, CleanPath::Full);
-    let from_dump = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
+    assert_eq!(pass(&mut s, &t, false).path, CleanPath::Full);
+    let from_dump = s.cleaner.costs(Family::V4).walk_per_entry(2000);
     assert!(from_dump.is_some_and(|w| w > 0.0), "{from_dump:?}");
     // The first decision after it compares real figures, with no probe in between.
     t.endpoints
         .insert("dns".into(), vec![ep("10.244.0.5", 5353)]);
-    let r = pass(&mut ct, &t, false);
+    let r = pass(&mut s, &t, false);
     let e = r.estimate.expect("estimated from the full pass");
     assert!(e.targeted_seconds > 0.0 && e.full_seconds > 0.0, "{r:?}");
     // One walk against a pass that dumped and filled every entry: targeted on any load.
     assert_eq!((r.path, r.pairs), (CleanPath::Targeted, 1), "{r:?}");
-    // The flush was timed, and its measure replaces the estimate.
-    let measured = ct.stale_costs_mut(Family::V4).walk_per_entry(2000);
+    // The pair's dump was timed, and its measure replaces the estimate.
+    let measured = s.cleaner.costs(Family::V4).walk_per_entry(2000);
     assert!(measured.is_some_and(|w| w > 0.0) && measured != from_dump);
 }
 
@@ -251,7 +264,7 @@ fn flows_of_a_service_without_endpoints_or_deleted_go_on_either_path() {
     for k8s in [KubernetesVersion::NEWEST, KubernetesVersion::OLDEST] {
         for full in [false, true] {
             let ns = Netns::new();
-            let mut ct = ns.open();
+            let mut s = open(&ns);
             let mut dns = svc("dns", "10.96.0.10", 53, 30053);
             dns.external_ips = vec![ip("192.0.2.10")];
             let mut t = Tables {
@@ -265,7 +278,7 @@ fn flows_of_a_service_without_endpoints_or_deleted_go_on_either_path() {
                 ]),
                 k8s,
             };
-            assert_eq!(pass(&mut ct, &t, false).path, CleanPath::Full);
+            assert_eq!(pass(&mut s, &t, false).path, CleanPath::Full);
             let flows = vec![
                 dnat("10.0.0.1", 1000, "10.96.0.10", 53, "10.244.0.5", 5353),
                 dnat("10.0.0.1", 1001, "10.96.0.10", 53, "10.244.0.6", 5353),
@@ -276,13 +289,13 @@ fn flows_of_a_service_without_endpoints_or_deleted_go_on_either_path() {
                 dnat("10.0.0.1", 1005, "10.96.0.30", 53, "10.244.0.7", 5353),
                 dnat("10.0.0.1", 1006, "203.0.113.10", 9999, "203.0.113.10", 9999),
             ];
-            assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 7);
-            pin_costs(&mut ct, true);
+            assert_eq!(s.ct.create(Family::V4, &flows).unwrap().ok, 7);
+            pin_costs(&mut s, true);
             t.endpoints.insert("dns".into(), vec![]);
             t.services.retain(|s| s.name != "gone");
             t.endpoints.remove("gone");
-            let r = pass(&mut ct, &t, full);
-            let ports: Vec<u16> = left(&mut ct).iter().map(|k| k.0).collect();
+            let r = pass(&mut s, &t, full);
+            let ports: Vec<u16> = left(&mut s.ct).iter().map(|k| k.0).collect();
             let what = format!("{k8s} full={full}: {r:?}");
             if k8s == KubernetesVersion::OLDEST {
                 assert_eq!(r.deleted, 0, "{what}");
@@ -303,12 +316,12 @@ fn flows_of_a_service_without_endpoints_or_deleted_go_on_either_path() {
             assert_eq!(ports, vec![1003, 1004, 1006], "{what}");
 
             // Deleted frontends count once: traffic to the old VIP afterwards is no service's.
-            ct.create(
+            s.ct.create(
                 Family::V4,
                 &[dnat("10.0.0.1", 1007, "10.96.0.30", 53, "10.96.0.30", 53)],
             )
             .unwrap();
-            assert_eq!(pass(&mut ct, &t, true).deleted, 0);
+            assert_eq!(pass(&mut s, &t, true).deleted, 0);
         }
     }
 }
@@ -317,20 +330,20 @@ fn flows_of_a_service_without_endpoints_or_deleted_go_on_either_path() {
 #[test]
 fn deleted_frontends_outlive_an_incomplete_pass() {
     let ns = Netns::new();
-    let mut ct = ns.open();
+    let mut s = open(&ns);
     let mut t = Tables::new(
         vec![svc("gone", "10.96.0.30", 53, 0)],
         HashMap::from([("gone".to_string(), vec![ep("10.244.0.7", 5353)])]),
     );
-    pass(&mut ct, &t, false);
+    pass(&mut s, &t, false);
     t.services.clear();
     t.endpoints.clear();
-    ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
-    assert!(pass(&mut ct, &t, false).partial);
+    s.ct.faults_mut().dump_intr = kubenode_conntrack::MAX_DUMP_ATTEMPTS;
+    assert!(pass(&mut s, &t, false).partial);
     let flow = dnat("10.0.0.1", 1000, "10.96.0.30", 53, "10.244.0.7", 5353);
-    ct.create(Family::V4, &[flow]).unwrap();
-    let r = pass(&mut ct, &t, false);
+    s.ct.create(Family::V4, &[flow]).unwrap();
+    let r = pass(&mut s, &t, false);
     assert_eq!(r.full_reason, Some(FullReason::PreviousIncomplete));
     assert_eq!((r.stale, r.deleted), (1, 1), "{r:?}");
-    assert!(left(&mut ct).is_empty());
+    assert!(left(&mut s.ct).is_empty());
 }

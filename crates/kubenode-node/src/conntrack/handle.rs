@@ -4,38 +4,25 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Faults, Progress};
+use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Progress, Session};
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 
 use super::tasks::{Batch, Clean, Job, List, OpenTask, Queued, StatsTask};
 use super::types::*;
-use crate::errors::NativeError;
 
 #[napi(js_name = "Conntrack")]
 pub struct JsConntrack {
-    inner: Arc<ConntrackHandle>,
+    pub(super) inner: Arc<ConntrackHandle>,
     progress: Arc<Progress>,
 }
 
 impl JsConntrack {
     pub(super) fn new(core: Conntrack) -> Self {
         JsConntrack {
-            inner: Arc::new(ConntrackHandle::new(core)),
+            inner: Arc::new(ConntrackHandle::new(Session::new(core))),
             progress: Arc::new(Progress::default()),
         }
-    }
-
-    /// Changes the test hooks' faults. Never waits for a running task (that would block the JS
-    /// thread for a whole dump): reports `busy` instead.
-    fn with_faults(&self, change: impl FnOnce(&mut Faults)) -> Option<NativeError> {
-        self.inner
-            .try_with(|c| {
-                change(c.faults_mut());
-                Ok(())
-            })
-            .err()
-            .map(|e| (&e).into())
     }
 
     /// Queues `job` on this handle for `family`.
@@ -72,7 +59,7 @@ impl JsConntrack {
             family,
             Batch {
                 flows,
-                op: Conntrack::delete,
+                op: |s, family, flows| s.ct.delete(family, flows),
             },
         )
     }
@@ -84,7 +71,7 @@ impl JsConntrack {
             family,
             Batch {
                 flows,
-                op: Conntrack::create,
+                op: |s, family, flows| s.ct.create(family, flows),
             },
         )
     }
@@ -133,21 +120,6 @@ impl JsConntrack {
     #[napi]
     pub fn progress(&self) -> ConntrackProgress {
         self.progress.report()
-    }
-
-    /// Test hook: the next `count` faults of `kind` (0 disarms it). Never waits for a running
-    /// task: reports `busy`. Returns the failure, if any, like a task outcome's `error`.
-    // The kinds as their string values: the declared enum has no runtime object to name them.
-    #[napi(ts_args_type = "kind: `${ConntrackFault}`, count: number")]
-    pub fn inject_fault(&self, kind: ConntrackFault, count: u32) -> Option<NativeError> {
-        self.with_faults(|f| f.set(kind, count))
-    }
-
-    /// Test hook: pins the cleanup's targeted-vs-full choice (`true`: targeted whenever the
-    /// handle may); none leaves it to the measured costs. Returns the failure like `injectFault`.
-    #[napi]
-    pub fn pin_cost_choice(&self, prefer_targeted: Option<bool>) -> Option<NativeError> {
-        self.with_faults(|f| f.cost_choice = prefer_targeted)
     }
 
     /// Closes the socket; later calls fail. Returns at once: a running task closes the socket

@@ -7,6 +7,8 @@
 mod convert;
 mod handle;
 mod health;
+#[cfg(feature = "test-hooks")]
+mod hooks;
 mod protocols;
 mod tasks;
 mod types;

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubenode_conntrack::{
-    check_flows, clean_stale, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport,
-    Conntrack, ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress, TableStats,
+    check_flows, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport, Conntrack,
+    ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress, Session, TableStats,
 };
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{Env, Task};
@@ -84,7 +84,7 @@ impl Task for StatsTask {
     type JsValue = Outcome<TableStats>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(self.ct.with(Conntrack::stats))
+        Ok(self.ct.with(|s| s.ct.stats()))
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
@@ -105,7 +105,7 @@ impl Job for List {
         let filter = self.filter.take().map(filter_in).transpose()?;
         let filter = filter.unwrap_or_default();
         filter.validate(family).map_err(to_js)?;
-        ct.with(|c| c.list(family, &filter)).map_err(to_js)
+        ct.with(|s| s.ct.list(family, &filter)).map_err(to_js)
     }
 
     fn value((flows, s): Self::Report) -> ConntrackListReport {
@@ -117,8 +117,8 @@ impl Job for List {
     }
 }
 
-/// A core batch operation: `Conntrack::delete` or `Conntrack::create`.
-pub(super) type BatchOp = fn(&mut Conntrack, Family, &[Flow]) -> CoreResult<BatchReport>;
+/// A core batch operation: `Conntrack::delete` or `Conntrack::create` on the session's handle.
+pub(super) type BatchOp = fn(&mut Session, Family, &[Flow]) -> CoreResult<BatchReport>;
 
 /// `delete` and `create`: one batch of per-flow requests.
 pub struct Batch {
@@ -162,7 +162,7 @@ impl Job for Clean {
         // The tables are checked (and the matcher built) before the handle is touched.
         let matcher = stale_matcher(family, &services, &endpoints, k8s).map_err(to_js)?;
         let (opts, progress) = (self.opts, &*self.progress);
-        ct.with(|c| clean_stale(c, family, &matcher, opts, progress))
+        ct.with(|s| s.cleaner.clean(&mut s.ct, family, &matcher, opts, progress))
             .map_err(to_js)
     }
 

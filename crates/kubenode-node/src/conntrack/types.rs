@@ -5,7 +5,7 @@ use napi_derive::napi;
 
 // The core's reports are the JS shapes (its `napi` feature); imported under their JS names so
 // the generated typings refer to them by those names.
-pub use kubenode_conntrack::{Fault as ConntrackFault, ProgressReport as ConntrackProgress};
+pub use kubenode_conntrack::ProgressReport as ConntrackProgress;
 
 #[napi(object)]
 pub struct ConntrackTuple {

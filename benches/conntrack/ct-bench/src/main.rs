@@ -1,6 +1,7 @@
 //! Benchmark helper: fills a namespace's conntrack table with synthetic DNATed UDP flows
-//! (batched `IPCTNL_MSG_CT_NEW`) and measures the floor (a bare filtered dump plus batched
-//! deletes of the known stale tuples).
+//! (batched `IPCTNL_MSG_CT_NEW`) and measures the floor (a bare filtered dump that parses
+//! nothing beyond the message headers that end it, plus batched deletes of the known stale
+//! tuples).
 //!
 //! ```text
 //! ct-bench fill  NETNS FLOWS SERVICES ENDPOINTS [--stale-only]
@@ -14,7 +15,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use kubenode_conntrack::{Conntrack, DumpFilter, Family, Flow, Tuple, IPPROTO_UDP};
+use kubenode_conntrack::codec::{NlSocket, NLMSG_DONE, NLMSG_ERROR, RECV_BUF};
+use kubenode_conntrack::{
+    encode_dump, Conntrack, DumpFilter, Family, Flow, MsgBuf, Msgs, Tuple, IPPROTO_UDP,
+};
 
 fn flow(k: u32, s: u32, e: u32) -> Flow {
     let svc = k % s;
@@ -47,6 +51,34 @@ fn is_stale(k: u32, s: u32, e: u32) -> bool {
     (k / s) % e == e - 1
 }
 
+/// A dump that reads every datagram but parses nothing beyond the message headers needed to
+/// find its end: the floor any listing pays. Returns (bytes, recvs).
+fn dump_raw(family: Family, filter: &DumpFilter) -> Result<(u64, u64), String> {
+    let mut sock = NlSocket::open().map_err(|e| e.to_string())?;
+    let mut out = MsgBuf::with_capacity(4096);
+    let seq = 1;
+    encode_dump(&mut out, family, filter, seq);
+    sock.send(&out.buf).map_err(|e| e.to_string())?;
+    let mut rbuf = vec![0u8; RECV_BUF];
+    let (mut bytes, mut recvs) = (0u64, 0u64);
+    loop {
+        let n = match sock.recv(&mut rbuf, false) {
+            Ok(Some(n)) => n,
+            Ok(None) => continue,
+            Err(e) => return Err(format!("dump conntrack table: {e}")),
+        };
+        bytes += n as u64;
+        recvs += 1;
+        let data = rbuf.get(..n).unwrap_or(&[]);
+        let end = |m: &kubenode_conntrack::codec::Msg<'_>| {
+            m.seq == seq && (m.ty == NLMSG_DONE || m.ty == NLMSG_ERROR)
+        };
+        if Msgs::new(data).any(|m| m.is_ok_and(|m| end(&m))) {
+            return Ok((bytes, recvs));
+        }
+    }
+}
+
 fn usage() -> ExitCode {
     eprintln!("usage: ct-bench fill|floor NETNS FLOWS SERVICES ENDPOINTS [--stale-only]");
     ExitCode::from(2)
@@ -64,7 +96,15 @@ fn main() -> ExitCode {
         return usage();
     }
     let stale_only = rest.iter().any(|a| a == "--stale-only");
-    let mut ct = match Conntrack::open_in_netns(netns) {
+    // This thread joins the namespace, so the floor's bare socket is created in it too.
+    let joined = kubenode_netns::open(std::path::Path::new(netns), kubenode_netns::Kind::Net)
+        .map_err(|e| e.to_string())
+        .and_then(|ns| ns.join().map_err(|e| e.to_string()));
+    if let Err(err) = joined {
+        eprintln!("ct-bench: {netns}: {err}");
+        return ExitCode::FAILURE;
+    }
+    let mut ct = match Conntrack::open() {
         Ok(c) => c,
         Err(err) => {
             eprintln!("ct-bench: {err}");
@@ -107,7 +147,7 @@ fn main() -> ExitCode {
                 proto: Some(IPPROTO_UDP),
                 ..Default::default()
             };
-            let (bytes, recvs) = match ct.dump_raw(Family::V4, &filter) {
+            let (bytes, recvs) = match dump_raw(Family::V4, &filter) {
                 Ok(v) => v,
                 Err(err) => {
                     eprintln!("ct-bench: {err}");

@@ -1,0 +1,269 @@
+//! kube-proxy's stale UDP flow cleanup (`CleanStaleEntries`) on a handle. A full pass is a
+//! single dump filtered to the rules' protocol, decided per entry as it streams, then the stale
+//! entries deleted in batches by exact tuple and ID; memory grows with the stale entries, never
+//! with the table. Between full passes the targeted path dumps only what changed since the last
+//! successful pass: one kernel-filtered dump per removed (frontend, backend) pair and per new
+//! frontend (`stale_diff`), then the same exact deletes, when the measured costs say that beats
+//! a full pass. [`plan`](crate::plan::plan) decides; this module runs the decision.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::conntrack::{entry_count, Conntrack, DumpEvent};
+use crate::cost::CostModel;
+use crate::error::{Error, Result};
+use crate::flow::{DumpFilter, Family, Flow};
+use crate::plan::{plan, Costs, DumpKind, LastPass, Plan};
+use crate::probe::FlushSupport;
+use crate::progress::{Progress, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
+use crate::report::{CleanOptions, CleanPath, CleanReport, FullReason};
+use crate::stale::StaleMatcher;
+
+/// What the cleaner remembers of one IP family.
+#[derive(Debug, Clone, Default)]
+struct FamilyState {
+    last: LastPass,
+    cost: CostModel,
+}
+
+/// The cleanup of one handle's tables: owns what its passes remember (the previous tables, per
+/// family, which the deleted-service rule and the targeted path start from) and the measured
+/// costs, and uses a [`Conntrack`] for every request.
+#[derive(Debug, Clone, Default)]
+pub struct StaleFlowCleaner {
+    v4: FamilyState,
+    v6: FamilyState,
+    /// A targeted dump was refused as unsupported: every later pass is full.
+    targeted_refused: bool,
+    #[cfg(feature = "test-hooks")]
+    pinned: Option<bool>,
+}
+
+impl StaleFlowCleaner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn family(&mut self, family: Family) -> &mut FamilyState {
+        match family {
+            Family::V4 => &mut self.v4,
+            Family::V6 => &mut self.v6,
+        }
+    }
+
+    /// The measured costs of `family`.
+    pub fn costs(&self, family: Family) -> &CostModel {
+        match family {
+            Family::V4 => &self.v4.cost,
+            Family::V6 => &self.v6.cost,
+        }
+    }
+
+    /// Test hook: the measured costs of `family`, to pin a decision.
+    #[cfg(feature = "test-hooks")]
+    pub fn costs_mut(&mut self, family: Family) -> &mut CostModel {
+        &mut self.family(family).cost
+    }
+
+    /// Test hook: pins the targeted-vs-full choice (`Some(true)`: targeted whenever the last
+    /// pass allows it), so tests exercise a path whatever this machine measures.
+    #[cfg(feature = "test-hooks")]
+    pub fn pin_choice(&mut self, prefer_targeted: Option<bool>) {
+        self.pinned = prefer_targeted;
+    }
+
+    fn pinned(&self) -> Option<bool> {
+        #[cfg(feature = "test-hooks")]
+        return self.pinned;
+        #[cfg(not(feature = "test-hooks"))]
+        None
+    }
+
+    /// Runs upstream's `CleanStaleEntries` for one family on `ct`, or the targeted path when the
+    /// last successful pass allows it and costs favour it, with the rules of the release
+    /// `matcher` was built for, plus the frontends deleted since the last pass
+    /// ([`StaleMatcher::with_deleted`]). A listing error other than an interruption aborts with
+    /// `Err` (upstream records no metrics then); delete failures are counted in the report and
+    /// never stop the rest of the batch.
+    pub fn clean(
+        &mut self,
+        ct: &mut Conntrack,
+        family: Family,
+        matcher: &StaleMatcher,
+        opts: CleanOptions,
+        progress: &Progress,
+    ) -> Result<CleanReport> {
+        let start = Instant::now();
+        let flush_support = if self.targeted_refused {
+            FlushSupport::Unsupported
+        } else {
+            ct.flush_support()
+        };
+        let pinned = self.pinned();
+        let state = self.family(family);
+        if opts.dry_run {
+            // Deletes nothing, so what the cleaner remembers stays true.
+            let costs = Costs {
+                flush_support,
+                model: &state.cost,
+                pinned,
+            };
+            let p = plan(&state.last, matcher, opts, costs, || None);
+            let mut rep = report(&p);
+            for (_, filter) in &p.dumps {
+                dump_and_delete(ct, family, filter, &p.tables, true, progress, &mut rep)?;
+            }
+            rep.seconds = start.elapsed().as_secs_f64();
+            return Ok(rep);
+        }
+        // Until this pass succeeds, the next one must be full.
+        let prev = std::mem::replace(&mut state.last, LastPass::Incomplete(None));
+        let costs = Costs {
+            flush_support,
+            model: &state.cost,
+            pinned,
+        };
+        let p = plan(&prev, matcher, opts, costs, || ct.table_count().ok());
+        let result = match run(ct, family, &p, &mut state.cost, progress) {
+            Err(Error::Unsupported { .. }) if p.path == CleanPath::Targeted => {
+                self.targeted_refused = true;
+                let full = Plan::full(p.tables.clone(), FullReason::Unsupported, None);
+                run(ct, family, &full, &mut self.family(family).cost, progress)
+            }
+            r => r,
+        };
+        let done = matches!(&result, Ok(r) if r.failed == 0 && !r.partial);
+        self.family(family).last = if done {
+            LastPass::Done(matcher.clone())
+        } else {
+            // Deleted frontends stay stale until a pass gets through.
+            LastPass::Incomplete(Some(p.tables.into_owned()))
+        };
+        let mut rep = result?;
+        rep.seconds = start.elapsed().as_secs_f64();
+        Ok(rep)
+    }
+}
+
+/// The report of `p` before it runs.
+fn report(p: &Plan<'_>) -> CleanReport {
+    CleanReport {
+        path: p.path,
+        full_reason: p.full_reason,
+        estimate: p.estimate,
+        attempts: u32::from(p.path == CleanPath::Targeted),
+        ..Default::default()
+    }
+}
+
+/// Runs the dumps of `p` and records what they measured in `cost`.
+fn run(
+    ct: &mut Conntrack,
+    family: Family,
+    p: &Plan<'_>,
+    cost: &mut CostModel,
+    progress: &Progress,
+) -> Result<CleanReport> {
+    let start = Instant::now();
+    let mut rep = report(p);
+    // A per-pair dump walks the table once, as a filtered flush would, but the kernel hands
+    // back what matched: each flow is decided by the full pass's rule and `deleted` counts what
+    // went (a flush reports no count, and the table's entry count does not drop at once for
+    // flows that packets created, so kube-proxy's deleted-entries metric would read 0).
+    let walked = if p.dumps.iter().any(|(k, _)| *k == DumpKind::Pair) {
+        Some(ct.table_count()?)
+    } else {
+        None
+    };
+    let mut table_seconds = 0.0;
+    for (kind, filter) in &p.dumps {
+        let secs = dump_and_delete(ct, family, filter, &p.tables, false, progress, &mut rep)?;
+        match kind {
+            DumpKind::Table => table_seconds += secs,
+            DumpKind::Pair => {
+                if let Some(table) = walked {
+                    cost.record_walk(secs, table);
+                }
+                rep.pairs = rep.pairs.saturating_add(1);
+            }
+            DumpKind::Frontend => {}
+        }
+    }
+    progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
+    if p.path == CleanPath::Full {
+        // What the next cost decision compares against (one small request).
+        if let Ok(table) = ct.table_count() {
+            let entries = table + u64::from(rep.deleted);
+            cost.record_full(start.elapsed().as_secs_f64(), entries);
+            cost.record_dump(table_seconds, entries, rep.listed.into());
+        }
+    }
+    Ok(rep)
+}
+
+/// One dump filtered by `filter`, decided per entry with `matcher`, then the stale entries
+/// deleted (unless `dry_run`); adds to `rep` and returns the seconds the dump took.
+fn dump_and_delete(
+    ct: &mut Conntrack,
+    family: Family,
+    filter: &DumpFilter,
+    matcher: &StaleMatcher,
+    dry_run: bool,
+    progress: &Progress,
+    rep: &mut CleanReport,
+) -> Result<f64> {
+    progress.phase.store(PHASE_LISTING, Ordering::Relaxed);
+    let start = Instant::now();
+    let mut stale: Vec<Flow> = Vec::new();
+    let mut seen = 0u32;
+    let stats = ct.dump(family, filter, |ev| match ev {
+        DumpEvent::Attempt(_) => {
+            stale.clear();
+            seen = 0;
+        }
+        DumpEvent::Flow(f) => {
+            seen = seen.saturating_add(1);
+            if seen.is_multiple_of(4096) {
+                progress.listed.store(seen, Ordering::Relaxed);
+            }
+            if matcher.is_stale(f) {
+                stale.push(*f);
+            }
+        }
+    });
+    let dump_seconds = start.elapsed().as_secs_f64();
+    let stats = match stats {
+        Ok(s) => s,
+        Err(e) => {
+            progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
+            return Err(e);
+        }
+    };
+    rep.listed = rep.listed.saturating_add(entry_count(stats.received));
+    rep.partial |= stats.partial;
+    rep.attempts = rep.attempts.max(stats.attempts);
+    rep.stale = rep.stale.saturating_add(entry_count(stale.len()));
+    progress.listed.store(seen, Ordering::Relaxed);
+    progress.stale.store(rep.stale, Ordering::Relaxed);
+    if !stale.is_empty() && !dry_run {
+        progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
+        match ct.delete(family, &stale) {
+            Ok(d) => {
+                rep.deleted = rep.deleted.saturating_add(d.deleted());
+                rep.not_found = rep.not_found.saturating_add(d.not_found);
+                rep.failed = rep.failed.saturating_add(d.failed);
+                if rep.first_error.is_none() {
+                    rep.first_error = d.first_error;
+                }
+            }
+            Err(e) => {
+                // A socket-level failure: nothing more is known about the batch.
+                rep.failed = rep.failed.saturating_add(entry_count(stale.len()));
+                rep.first_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        progress.deleted.store(rep.deleted, Ordering::Relaxed);
+    }
+    progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
+    Ok(dump_seconds)
+}
