@@ -14,7 +14,6 @@ pub fn flag_byte(flags: u32) -> u8 {
 
 pub fn batch_err(e: BatchError) -> NativeError {
     let code = match e {
-        BatchError::Separator => ErrorCode::Conflict,
         BatchError::TooFewIds => ErrorCode::OutOfRange,
         BatchError::LengthMismatch | BatchError::UnknownName(_) => ErrorCode::InvalidArg,
     };
