@@ -12,6 +12,8 @@ import { type BenchContext, fmtNs, fmtRatio, type Measurement, measureJs } from 
 const OPS = 1024;
 const ROUNDS = 3;
 const KEEP = 1.5;
+/** Batch sizes (each divides OPS); `STAGED_SIZES=32,128` picks others. */
+const SIZES = (process.env['STAGED_SIZES'] ?? '16,64,256').split(',').map(Number);
 
 const SAFE = sysctl.safeSysctlAllowlist('6.1');
 const NAMES = [
@@ -41,21 +43,21 @@ interface Pair {
 
 function sysctlPairs(): Pair[] {
   const raw = new native.SysctlAllowlist([...SAFE, ...PATTERNS]);
+  const at = native.sysctlStageLayout();
   const words = new Uint32Array(native.sysctlStagingBuffer());
-  const header = native.SYSCTL_STAGE_HEADER;
   const admitStaged = native.sysctlAdmitStaged;
   const encode = (names: string[]) => Uint32Array.from(names, (n) => raw.intern(n));
   const admitted = encode(NAMES);
   const rejected = encode(REJECTED);
   const slot = raw.slot;
-  // The façade's staged sequence: ids, slot, count, flags, call; a rejected pod then asks
-  // `admitIds` for the message.
+  // The façade's staged sequence: ids, slot, count, flags, call (which returns the verdict).
   const viaStage = (ids: Uint32Array): string | null => {
-    for (let i = 0; i < ids.length; i++) words[header + i] = ids[i]!;
-    words[0] = slot;
-    words[1] = ids.length;
-    words[2] = 0;
-    return admitStaged() === 0 ? null : raw.admitIds(ids, ids.length, 0);
+    for (let i = 0; i < ids.length; i++) words[at.ids + i] = ids[i]!;
+    words[at.slot] = slot;
+    words[at.count] = ids.length;
+    words[at.flags] = 0;
+    const r = admitStaged();
+    return typeof r === 'number' ? raw.admitIds(ids, ids.length, 0) : r;
   };
   const loop = (f: (ids: Uint32Array) => string | null, ids: Uint32Array, want: boolean) => () => {
     for (let k = 0; k < OPS; k++) if ((f(ids) === null) !== want) throw new Error('wrong verdict');
@@ -148,23 +150,11 @@ function bitmapPairs(): Pair[] {
       before: takeHeld,
     },
   ];
-  for (const n of [16, 256]) {
+  for (const n of SIZES) {
     const reps = OPS / n;
-    const views = Array.from({ length: reps }, (_, r) => held.subarray(r * n, (r + 1) * n));
     const lists = Array.from({ length: reps }, () => new Array<number>(n).fill(0));
     const arrays: number[][] = new Array(reps);
     pairs.push(
-      {
-        path: `bitmap allocateNextInto(Uint32Array(${n}))`,
-        calls: reps,
-        staged: () => {
-          for (let r = 0; r < reps; r++) stage.allocateNextInto(slot, views[r]!, n);
-        },
-        plain: () => {
-          for (let r = 0; r < reps; r++) map.allocateNextInto(views[r]!);
-        },
-        after: releaseHeld,
-      },
       {
         path: `bitmap allocateNext(${n}), a number[]`,
         calls: reps,
@@ -181,17 +171,6 @@ function bitmapPairs(): Pair[] {
         after: () => {
           for (let r = 0; r < reps; r++) map.releaseManyNumbers(Float64Array.from(arrays[r]!));
         },
-      },
-      {
-        path: `bitmap releaseMany(Uint32Array(${n}))`,
-        calls: reps,
-        staged: () => {
-          for (let r = 0; r < reps; r++) stage.releaseMany(slot, views[r]!, n);
-        },
-        plain: () => {
-          for (let r = 0; r < reps; r++) map.releaseMany(views[r]!);
-        },
-        before: takeHeld,
       },
       {
         path: `bitmap releaseMany(number[${n}])`,
