@@ -7,7 +7,7 @@ import { bitmap, KubenodeRangeError, KubenodeTypeError } from '../ts/index.js';
 import { native, nativePath } from '../ts/native.js';
 
 const { AllocationBitmap } = bitmap;
-const capacity = native.bitmapStagedCapacity();
+const { capacity } = native.bitmapStageLayout();
 
 /** `n` single calls, the reference for any batch. */
 function singles(m: bitmap.AllocationBitmap, n: number): number[] {
@@ -140,12 +140,13 @@ describe('AllocationBitmap staged calls', () => {
     const source = `
       const { parentPort, workerData } = require('node:worker_threads');
       const n = require(workerData.path);
+      const at = n.bitmapStageLayout();
       const words = new Uint32Array(n.bitmapStagingBuffer());
       const before = Array.from(words.subarray(0, 4));
       const m = new n.AllocationBitmap(4000, 'w', { strategy: 'contiguous-scan' });
       const out = [];
       for (let i = 0; i < 2000; i++) {
-        words[0] = m.slot;
+        words[at.slot] = m.slot;
         out.push(n.bitmapStagedAllocateNext());
       }
       parentPort.postMessage({ before, slot: m.slot, out, count: m.count() });

@@ -1,18 +1,11 @@
 // The TS sources form no import cycle, type-only imports included: shared types live in leaf
 // modules (ts/doctor-types.ts, ts/kube/types.ts) that import nothing back.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { tsSources } from './support/ts-sources.js';
 
 const ROOT = resolve(import.meta.dirname, '../ts');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return sources(p);
-    return p.endsWith('.ts') && !p.endsWith('.d.ts') ? [p] : [];
-  });
-}
 
 /** Relative imports and re-exports of each file, as resolved file paths. */
 function graph(files: string[]): Map<string, string[]> {
@@ -47,18 +40,18 @@ function cycles(edges: Map<string, string[]>): string[][] {
 
 describe('ts/ import graph', () => {
   it('reads the imports (doctor.ts imports the subsystem sections)', () => {
-    const edges = graph(sources(ROOT));
+    const edges = graph(tsSources(ROOT));
     expect(edges.get(join(ROOT, 'doctor.ts'))).toContain(join(ROOT, 'sysctl/doctor.ts'));
   });
 
   it('has no cycle, type-only imports included', () => {
-    expect(cycles(graph(sources(ROOT)))).toEqual([]);
+    expect(cycles(graph(tsSources(ROOT)))).toEqual([]);
   });
 
   it('ts/kube/ loads no subsystem module (kube-level code sits below the subsystems)', () => {
     const kube = join(ROOT, 'kube');
     const upward: string[] = [];
-    for (const f of sources(kube)) {
+    for (const f of tsSources(kube)) {
       const src = readFileSync(f, 'utf8');
       for (const m of src.matchAll(/^(?:import|export)\s(?!type\s)[^'";]*?from\s+'(\.[^']+)'/gm)) {
         const dep = resolve(dirname(f), m[1] as string);

@@ -1,7 +1,7 @@
 // Allocation bitmap with upstream Kubernetes AllocationBitmap semantics
 // (pkg/registry/core/service/allocator). State and search live in Rust; this class checks
-// arguments and maps errors, one native call per operation. The hot operations are staged
-// (./bitmap-stage.ts): zero-argument native calls, falling back to the class methods.
+// arguments and maps errors, one native call per operation. Single calls and number[] batches
+// are staged (./bitmap-stage.ts): zero-argument native calls, falling back to the class methods.
 import type { BitmapSnapshot, AllocationBitmap as NativeBitmap } from './binding.js';
 import * as staged from './bitmap-stage.js';
 import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
@@ -120,9 +120,7 @@ export class AllocationBitmap {
   allocateNextInto(out: Uint32Array): number {
     // Only a real typed array, and its real length: a proxy or a subclass's `length` getter could
     // run code mid-copy or ask for more slots than the array can store (the rest would leak).
-    const n = uint32ArrayLength('out', out);
-    const k = staged.allocateNextInto(this.#slot, out, n);
-    if (k >= 0) return k;
+    uint32ArrayLength('out', out);
     return callNative(() => this.#n.allocateNextInto(out));
   }
 
@@ -139,9 +137,8 @@ export class AllocationBitmap {
   releaseMany(slots: Uint32Array | readonly number[]): number {
     if (!Array.isArray(slots)) {
       // Typed input must be a real Uint32Array (not a proxy, whose reads run code).
-      const n = uint32ArrayLength('slots', slots, 'slots must be a Uint32Array or an array of numbers');
-      const r = staged.releaseMany(this.#slot, slots as Uint32Array, n);
-      return r >= 0 ? r : callNative(() => this.#n.releaseMany(slots as Uint32Array));
+      uint32ArrayLength('slots', slots, 'slots must be a Uint32Array or an array of numbers');
+      return callNative(() => this.#n.releaseMany(slots as Uint32Array));
     }
     const r = staged.releaseManyNumbers(this.#slot, slots);
     if (r >= 0) return r;

@@ -32,6 +32,9 @@ export interface MeasureOptions {
   opsPerCall?: number;
   timeMs?: number;
   warmupMs?: number;
+  /** Untimed work around each call of `fn` (e.g. undoing what it changed). */
+  beforeEach?: () => void;
+  afterEach?: () => void;
 }
 
 function percentile(sorted: readonly number[], q: number): number {
@@ -56,7 +59,11 @@ export async function measureJs(
     warmupTime: opts.warmupMs ?? (ctx.quick ? 20 : 300),
     retainSamples: true,
   });
-  bench.add(`${peer}:${scenario}`, fn);
+  const { beforeEach, afterEach } = opts;
+  bench.add(`${peer}:${scenario}`, fn, {
+    ...(beforeEach ? { beforeEach: () => beforeEach() } : {}),
+    ...(afterEach ? { afterEach: () => afterEach() } : {}),
+  });
   await bench.run();
   const task = bench.tasks[0];
   const result = task?.result;

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { admission, sysctl } from '../../ts/index.js';
-import { native } from '../../ts/native.js';
 
 type Pod = sysctl.PodLike;
 const pod = (names: string[], spec: Record<string, unknown> = {}): Pod => ({
@@ -325,26 +324,6 @@ describe('admission crossing', () => {
     expect(w.admit({ pod: pod(['kernel.sem', '\ud800x']) }).message).toBe(
       'forbidden sysctl: "\ufffdx" not allowlisted',
     );
-  });
-
-  it('the joined-string native entry point agrees with admit', () => {
-    const w = sysctl.newAllowlist(patterns);
-    const raw = new native.SysctlAllowlist(patterns);
-    for (const names of [
-      ['net.\u00fc', 'kernel/sem'],
-      ['\u016bernel.sem'],
-      ['kernel.sem', '\ud800x'],
-      ['', 'net.a'],
-      ['vm.swappiness', 'net.a'],
-    ]) {
-      for (const flags of [0, 1, 2, 3]) {
-        const p = pod(names, { hostNetwork: (flags & 1) !== 0, hostIPC: (flags & 2) !== 0 });
-        expect(raw.admitJoined(names.join('\0'), names.length, flags)).toBe(
-          w.admit({ pod: p }).message ?? null,
-        );
-      }
-    }
-    expect(() => raw.admitJoined('a\0b', 1, 0)).toThrow(/NUL separator/);
   });
 
   it('keeps admitting correctly when more distinct names arrive than the name table keeps', () => {

@@ -1,9 +1,11 @@
 // The staged per-pod path: a pod written into a staging area shared with Rust and admitted by a
-// zero-argument call. Results and messages must be those of the argument-passing calls.
+// zero-argument call that returns the verdict. Results and messages must be those of the
+// argument-passing call, and a pod crosses once whatever its verdict.
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { sysctl } from '../../ts/index.js';
 import { native, nativePath } from '../../ts/native.js';
+import { podFlagBits } from '../../ts/sysctl/pod.js';
 
 type Pod = sysctl.PodLike;
 const pod = (names: string[], spec: Record<string, unknown> = {}): Pod => ({
@@ -49,49 +51,83 @@ describe('staged admission', () => {
       ],
     ];
     const raw = new native.SysctlAllowlist(['net.*', 'kernel.msg*']);
+    const bits = podFlagBits();
     for (const [p, message] of cases) {
       expect(a.admit({ pod: p })).toEqual({ admit: false, reason: 'SysctlForbidden', message });
-      // The same message as the list crossing builds.
-      const flags = (p.spec?.hostNetwork ? 1 : 0) | (p.spec?.hostIPC ? 2 : 0);
-      expect(message).toBe(
-        raw.admitList(
-          p.spec!.securityContext!.sysctls!.map((s) => s.name!),
-          flags,
-        ),
-      );
+      // The same message as the argument-passing call builds.
+      const flags = (p.spec?.hostNetwork ? bits.hostNetwork : 0) | (p.spec?.hostIPC ? bits.hostIpc : 0);
+      const ids = Uint32Array.from(p.spec!.securityContext!.sysctls!, (s) => raw.intern(s.name!));
+      expect(raw.admitIds(ids, ids.length, flags)).toBe(message);
     }
   });
 
-  it('returns the first rejection as index << 3 | verdict, 0 when admitted, all-ones when unreadable', () => {
+  it('a pod crosses once, admitted or rejected: the staged call returns the message', () => {
+    const a = sysctl.newAllowlist(['net.*']);
+    const proto = native.SysctlAllowlist.prototype;
+    const admitIds = proto.admitIds;
+    let calls = 0;
+    proto.admitIds = function (this: typeof proto, ...args: Parameters<typeof admitIds>) {
+      calls++;
+      return admitIds.apply(this, args);
+    };
+    try {
+      expect(a.admit({ pod: pod(['net.core.somaxconn']) }).admit).toBe(true);
+      expect(a.admit({ pod: pod(['net.core.somaxconn', 'vm.swappiness']) })).toEqual({
+        admit: false,
+        reason: 'SysctlForbidden',
+        message: 'forbidden sysctl: "vm.swappiness" not allowlisted',
+      });
+      expect(a.admit({ pod: pod(['net.core.somaxconn'], { hostNetwork: true }) }).admit).toBe(false);
+    } finally {
+      proto.admitIds = admitIds;
+    }
+    expect(calls).toBe(0);
+  });
+
+  it('returns null when admitted, the message when rejected, the unreadable number otherwise', () => {
     const raw = new native.SysctlAllowlist(['net.*', 'kernel.msg*', 'user.*']);
+    const at = native.sysctlStageLayout();
     const st = new Uint32Array(native.sysctlStagingBuffer());
     expect(native.sysctlStagingBuffer()).toBe(st.buffer);
     const ids = ['net.core.somaxconn', 'kernel.msgmax', 'vm.swappiness', 'user.max_user_namespaces'].map(
       (n) => raw.intern(n),
     );
-    st.set([raw.slot, 2, 0, ids[0]!, ids[1]!]);
-    expect(native.sysctlAdmitStaged()).toBe(0);
-    st[2] = 1; // host network: index 0, verdict 2
-    expect(native.sysctlAdmitStaged()).toBe(2);
-    st[2] = 2; // host IPC: index 1, verdict 3
-    expect(native.sysctlAdmitStaged()).toBe((1 << 3) | 3);
-    st.set([raw.slot, 3, 0, ids[0]!, ids[1]!, ids[2]!]);
-    expect(native.sysctlAdmitStaged()).toBe((2 << 3) | 1);
-    st[5] = 1_000_000; // unknown name index
-    expect(native.sysctlAdmitStaged()).toBe(0xffffffff);
-    st.set([raw.slot, native.sysctlStagedCapacity() + 1, 0]);
-    expect(native.sysctlAdmitStaged()).toBe(0xffffffff);
-    st.set([0xfffffff, 1, 0, ids[0]!]);
-    expect(native.sysctlAdmitStaged()).toBe(0xffffffff);
-    st.set([raw.slot, 2, 0, ids[0]!, ids[3]!]); // host user namespace: index 1, verdict 4
-    expect(native.sysctlAdmitStaged()).toBe((1 << 3) | 4);
-    st[2] = 4; // the pod's own user namespace
-    expect(native.sysctlAdmitStaged()).toBe(0);
+    const stagePod = (slot: number, podIds: number[], flags = 0) => {
+      st[at.slot] = slot;
+      st[at.count] = podIds.length;
+      st[at.flags] = flags;
+      st.set(podIds, at.ids);
+    };
+    stagePod(raw.slot, [ids[0]!, ids[1]!]);
+    expect(native.sysctlAdmitStaged()).toBeNull();
+    st[at.flags] = at.hostNetwork;
+    expect(native.sysctlAdmitStaged()).toBe(
+      'forbidden sysctl: "net.core.somaxconn" not allowed with host Net enabled',
+    );
+    st[at.flags] = at.hostIpc;
+    expect(native.sysctlAdmitStaged()).toBe(
+      'forbidden sysctl: "kernel.msgmax" not allowed with host IPC enabled',
+    );
+    stagePod(raw.slot, [ids[0]!, ids[1]!, ids[2]!]);
+    expect(native.sysctlAdmitStaged()).toBe('forbidden sysctl: "vm.swappiness" not allowlisted');
+    st[at.ids + 2] = 1_000_000; // unknown name index
+    expect(native.sysctlAdmitStaged()).toBe(at.unreadable);
+    stagePod(raw.slot, []);
+    st[at.count] = at.capacity + 1;
+    expect(native.sysctlAdmitStaged()).toBe(at.unreadable);
+    stagePod(0xfffffff, [ids[0]!]);
+    expect(native.sysctlAdmitStaged()).toBe(at.unreadable);
+    stagePod(raw.slot, [ids[0]!, ids[3]!]); // user.* in the host's user namespace
+    expect(native.sysctlAdmitStaged()).toBe(
+      'forbidden sysctl: "user.max_user_namespaces" not allowed with host User enabled',
+    );
+    st[at.flags] = at.podUserns;
+    expect(native.sysctlAdmitStaged()).toBeNull();
   });
 
   it('pods with more sysctls than the staging area holds are admitted the same way', () => {
     const a = sysctl.newAllowlist(['net.*']);
-    const many = Array.from({ length: native.sysctlStagedCapacity() + 5 }, (_, i) => `net.core.n${i}`);
+    const many = Array.from({ length: native.sysctlStageLayout().capacity + 5 }, (_, i) => `net.core.n${i}`);
     expect(a.admit({ pod: pod(many) })).toEqual({ admit: true });
     expect(a.admit({ pod: pod([...many, 'vm.swappiness']) })).toEqual({
       admit: false,
@@ -194,6 +230,7 @@ describe('staged admission', () => {
     const source = `
       const { parentPort, workerData } = require('node:worker_threads');
       const n = require(workerData.path);
+      const at = n.sysctlStageLayout();
       const st = new Uint32Array(n.sysctlStagingBuffer());
       const before = Array.from(st.subarray(0, 4));
       const a = new n.SysctlAllowlist(['net.*']);
@@ -201,22 +238,28 @@ describe('staged admission', () => {
       const bad = a.intern('kernel.sem');
       const out = [];
       for (let i = 0; i < 2000; i++) {
-        st.set([a.slot, 1, 0, i % 2 ? bad : ok]);
+        st[at.slot] = a.slot;
+        st[at.count] = 1;
+        st[at.flags] = 0;
+        st[at.ids] = i % 2 ? bad : ok;
         out.push(n.sysctlAdmitStaged());
       }
       parentPort.postMessage({ before, slot: a.slot, out });
     `;
-    const done = new Promise<{ before: number[]; slot: number; out: number[] }>((resolve, reject) => {
-      const w = new Worker(source, { eval: true, workerData: { path: nativePath() } });
-      w.once('message', resolve);
-      w.once('error', reject);
-    });
+    const done = new Promise<{ before: number[]; slot: number; out: (string | null)[] }>(
+      (resolve, reject) => {
+        const w = new Worker(source, { eval: true, workerData: { path: nativePath() } });
+        w.once('message', resolve);
+        w.once('error', reject);
+      },
+    );
     // Keep the main thread's staging area busy with a different pod meanwhile.
     const p = pod(['kernel.sem']);
     for (let i = 0; i < 2000; i++) expect(main.admit({ pod: p }).admit).toBe(true);
     const r = await done;
     expect(r.before).toEqual([0, 0, 0, 0]);
-    expect(r.out).toEqual(Array.from({ length: 2000 }, (_, i) => (i % 2 ? 1 : 0)));
+    const refused = 'forbidden sysctl: "kernel.sem" not allowlisted';
+    expect(r.out).toEqual(Array.from({ length: 2000 }, (_, i) => (i % 2 ? refused : null)));
     expect(st.length).toBeGreaterThan(3);
   });
 });

@@ -2,7 +2,8 @@
 // native call per pod, or one per batch with `admitMany`. Names cross as indexes into a name
 // table shared with Rust, so a pod crosses as a few integers rather than strings. A single pod
 // is written into a staging area shared with Rust and admitted by a zero-argument call (no
-// argument conversion at all); the message of a rejected pod is built natively only then.
+// argument conversion at all), which returns the verdict: null, or the message of a rejected
+// pod, built natively only then.
 import type { SysctlAllowlist as NativeAllowlist } from '../binding.js';
 import {
   callNative,
@@ -14,7 +15,7 @@ import {
 } from '../errors.js';
 import { native } from '../native.js';
 import { kubernetesVersionOf, type SafeSysctlOptions } from './kernel.js';
-import { HOST_IPC, HOST_NETWORK, POD_USERNS, podSysctls, sysctlName } from './pod.js';
+import { podFlagBits, podSysctls, sysctlName } from './pod.js';
 import type { PodLike, SysctlNamespace } from './types.js';
 
 /** Pod status reason of a rejected pod (`ForbiddenReason`). */
@@ -97,7 +98,9 @@ function readPod(pod: unknown): ReadPod {
     (hi === undefined || typeof hi === 'boolean') &&
     (hu === undefined || typeof hu === 'boolean')
   ) {
-    flags = (hn === true ? HOST_NETWORK : 0) | (hi === true ? HOST_IPC : 0) | (hu === false ? POD_USERNS : 0);
+    const b = podFlagBits();
+    flags =
+      (hn === true ? b.hostNetwork : 0) | (hi === true ? b.hostIpc : 0) | (hu === false ? b.podUserns : 0);
     items = list;
   } else {
     const r = podSysctls(pod);
@@ -118,21 +121,24 @@ function readPod(pod: unknown): ReadPod {
 }
 
 /**
- * This thread's staging area, shared with Rust, or null where the runtime refuses external
- * buffers (then every pod takes `admitIds`). Module-private: nothing else may hold it.
+ * This thread's staging area, shared with Rust, with its layout (the binding's), or null where
+ * the runtime refuses external buffers (then every pod takes `admitIds`). Module-private:
+ * nothing else may hold it.
  */
-const stage: Uint32Array | null = (() => {
+const stage = (() => {
   try {
-    return new Uint32Array(native.sysctlStagingBuffer());
+    const at = native.sysctlStageLayout();
+    const words = new Uint32Array(native.sysctlStagingBuffer());
+    return {
+      at,
+      words,
+      capacity: Math.min(at.capacity, words.length - at.ids),
+      admit: native.sysctlAdmitStaged,
+    };
   } catch {
     return null;
   }
 })();
-// Staging area words: [slot, count, flags, ids…] (see crates/kubenode-node/src/sysctl/staged.rs).
-const STAGE_HEADER = stage === null ? 0 : native.SYSCTL_STAGE_HEADER;
-/** Most ids a staged pod can have; larger pods take `admitIds`. */
-const stageCapacity =
-  stage === null ? 0 : Math.min(native.sysctlStagedCapacity(), stage.length - STAGE_HEADER);
 
 /**
  * Options of `newAllowlist`: `kubernetesVersion`, the kubelet's release (default: the newest
@@ -189,14 +195,17 @@ export class SysctlAllowlist {
     if (this.#names.size >= MAX_NAMES) this.#resetNames();
     const ids = this.#encode(names, 0);
     const st = stage;
-    if (st !== null && count <= stageCapacity) {
-      for (let i = 0; i < count; i++) st[STAGE_HEADER + i] = ids[i]!;
-      st[0] = this.#slot;
-      st[1] = count;
-      st[2] = flags;
-      if (native.sysctlAdmitStaged() === 0) return ADMITTED;
-      // Rejected (or the staged words unreadable, never expected): `admitIds` builds upstream's
-      // message from the same ids natively, and throws typed errors for anything invalid.
+    if (st !== null && count <= st.capacity) {
+      const { at, words } = st;
+      for (let i = 0; i < count; i++) words[at.ids + i] = ids[i]!;
+      words[at.slot] = this.#slot;
+      words[at.count] = count;
+      words[at.flags] = flags;
+      const r = st.admit();
+      if (r === null) return ADMITTED;
+      if (typeof r === 'string') return rejected(r);
+      // The staged words unreadable (never expected): `admitIds` reads the same ids as
+      // arguments, and throws typed errors for anything invalid.
     }
     // Direct call: with registered indexes the binding has no failure mode to translate.
     const msg = this.#n.admitIds(ids, count, flags);

@@ -1,12 +1,37 @@
 // Reads what the sysctl checks need from a Pod, with typed errors for shapes the API server's
 // JSON decoding would refuse. A missing or null name reads as "" (Go's zero value).
 import { describe, KubenodeTypeError } from '../errors.js';
+import { native } from '../native.js';
 import type { V1Sysctl } from './types.js';
 
-export const HOST_NETWORK = 1;
-export const HOST_IPC = 2;
-/** The pod has its own user namespace (`hostUsers: false`); unset means the host's. */
-export const POD_USERNS = 4;
+/** A pod's host-flag bits as the binding numbers them. */
+export interface PodFlagBits {
+  readonly hostNetwork: number;
+  readonly hostIpc: number;
+  /** The pod has its own user namespace (`hostUsers: false`); unset means the host's. */
+  readonly podUserns: number;
+}
+
+function readBits(): PodFlagBits {
+  const { hostNetwork, hostIpc, podUserns } = native.sysctlStageLayout();
+  return Object.freeze({ hostNetwork, hostIpc, podUserns });
+}
+
+// Read at load, so no pod pays the crossing; without a binding, on first use (which throws its
+// typed error).
+let bits: PodFlagBits | undefined = (() => {
+  try {
+    return readBits();
+  } catch {
+    return undefined;
+  }
+})();
+
+/** The host-flag bits, defined once in Rust (`sysctlStageLayout`). */
+export function podFlagBits(): PodFlagBits {
+  if (bits === undefined) bits = readBits();
+  return bits;
+}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -27,7 +52,7 @@ function flag(
 export interface PodSysctls {
   /** Raw sysctl list (null when the pod has no security context or no sysctls). */
   sysctls: V1Sysctl[] | null;
-  /** HOST_NETWORK | HOST_IPC | POD_USERNS bits. */
+  /** Host-flag bits (`podFlagBits`). */
   flags: number;
 }
 
@@ -37,11 +62,12 @@ export function podSysctls(pod: unknown): PodSysctls {
   const spec = pod['spec'];
   if (spec === undefined || spec === null) return { sysctls: null, flags: 0 };
   if (!isObject(spec)) throw new KubenodeTypeError(`pod.spec must be an object, got ${describe(spec)}`);
-  const flags =
-    (flag(spec, 'hostNetwork') ? HOST_NETWORK : 0) |
-    (flag(spec, 'hostIPC') ? HOST_IPC : 0) |
-    // `hostUsers` defaults to true: only an explicit false gives the pod its own namespace.
-    (flag(spec, 'hostUsers', true) ? 0 : POD_USERNS);
+  const hostNetwork = flag(spec, 'hostNetwork');
+  const hostIpc = flag(spec, 'hostIPC');
+  // `hostUsers` defaults to true: only an explicit false gives the pod its own namespace.
+  const podUserns = !flag(spec, 'hostUsers', true);
+  const b = podFlagBits();
+  const flags = (hostNetwork ? b.hostNetwork : 0) | (hostIpc ? b.hostIpc : 0) | (podUserns ? b.podUserns : 0);
   const sc = spec['securityContext'];
   if (sc === undefined || sc === null) return { sysctls: null, flags };
   if (!isObject(sc))

@@ -2,7 +2,7 @@
 import type { SysctlFieldError } from '../binding.js';
 import { callNative, describe, KubenodeTypeError } from '../errors.js';
 import { native } from '../native.js';
-import { HOST_IPC, HOST_NETWORK, podSysctls, sysctlNames } from './pod.js';
+import { podFlagBits, podSysctls, sysctlNames } from './pod.js';
 import type { FieldError, PodLike } from './types.js';
 
 /** Options of `validatePodSysctls` (upstream's `PodValidationOptions`). */
@@ -43,7 +43,9 @@ export function validateSysctlNames(
   flags = 0,
   allowHost = false,
 ): FieldError[] {
-  const bits = (flags & (HOST_NETWORK | HOST_IPC)) | (allowHost ? native.SYSCTL_ALLOW_HOST_NAMESPACED : 0);
+  const host = podFlagBits();
+  const bits =
+    (flags & (host.hostNetwork | host.hostIpc)) | (allowHost ? native.SYSCTL_ALLOW_HOST_NAMESPACED : 0);
   return callNative(() => native.sysctlValidate(names, path, bits)).map(fieldError);
 }
 

@@ -4,8 +4,9 @@
 //! arguments into a staging area shared with Rust (see `crate::staging`) and calls a
 //! zero-argument function, which writes batch results back into the same area.
 //!
-//! Layout (u32 words): `[slot, count, generation, 0, data…]`; the data starts at byte 16, so
-//! JS can view it as `Float64Array` too (offsets as JS numbers, which may exceed 2^32).
+//! Layout (u32 words, `BitmapStageLayout`): `[slot, count, generation, 0, data…]`; the data
+//! starts at byte 16, so JS can view it as `Float64Array` too (offsets as JS numbers, which may
+//! exceed 2^32).
 //! Every staged call bumps `generation`: JS checks it after filling the data from a caller's
 //! array (whose element reads could run code that makes staged calls of its own).
 //!
@@ -25,20 +26,23 @@ use crate::convert;
 use crate::errors::throwing;
 use crate::staging::{Registry, Staging};
 
+const SLOT: usize = 0;
+const COUNT: usize = 1;
+const GENERATION: usize = 2;
 /// Words before the data: slot, count, generation, padding.
-pub const HEADER: usize = 4;
+const HEADER: usize = 4;
 /// Data words: 1024 slots or 512 offsets per staged batch; larger batches take the array calls.
-pub const DATA: usize = 1024;
+const DATA: usize = 1024;
 const LEN: usize = HEADER + DATA;
 /// Returned by the u32 calls when the staged words are unusable (no staging area, unknown
 /// slot, count over capacity, an offset that is not a valid index) or the map errs: JS then
 /// repeats the operation through the class method, which throws the typed error. Never a
 /// valid count (counts are at most `DATA`).
-pub const STAGED_ERROR: u32 = u32::MAX;
+const STAGED_ERROR: u32 = u32::MAX;
 /// `allocate_next_staged`: the map is full.
-pub const FULL: f64 = -1.0;
+const FULL: f64 = -1.0;
 /// `allocate_next_staged`: as `STAGED_ERROR`.
-pub const ERROR: f64 = -2.0;
+const ERROR: f64 = -2.0;
 
 /// A map as the class wrapper and the staged calls share it.
 pub type Shared = Rc<RefCell<Core>>;
@@ -68,11 +72,34 @@ pub fn staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
     })
 }
 
-/// Data words of the staging area: the largest staged batch of slots (offsets as numbers take
-/// two words each).
-#[napi(js_name = "bitmapStagedCapacity")]
-pub fn capacity() -> u32 {
-    DATA as u32
+/// Where JS writes a staged call in the staging area (u32 word indexes) and what the staged
+/// calls return when they could not use it; the one definition JS reads.
+#[napi(object)]
+pub struct BitmapStageLayout {
+    pub slot: u32,
+    pub count: u32,
+    pub generation: u32,
+    /// Index of the first data word (even: the data is also a `Float64Array` from `data / 2`).
+    pub data: u32,
+    /// Data words: the largest staged batch of slots; half as many offsets as numbers.
+    pub capacity: u32,
+    /// The count calls could not use the staged words.
+    pub staged_error: u32,
+    /// `bitmapStagedAllocateNext`: the map is full (any other negative: not staged).
+    pub full: f64,
+}
+
+#[napi(js_name = "bitmapStageLayout")]
+pub fn layout() -> BitmapStageLayout {
+    BitmapStageLayout {
+        slot: SLOT as u32,
+        count: COUNT as u32,
+        generation: GENERATION as u32,
+        data: HEADER as u32,
+        capacity: DATA as u32,
+        staged_error: STAGED_ERROR,
+        full: FULL,
+    }
 }
 
 /// Runs `f` on the staged words and the map in the staged slot; `fail` when there is none.
@@ -81,9 +108,10 @@ fn with_map<R>(fail: R, f: impl FnOnce(&[AtomicU32; LEN], &mut Core) -> R) -> R 
     let Some(words) = STAGE.with(|s| s.words()) else {
         return fail;
     };
-    words[2].store(words[2].load(Relaxed).wrapping_add(1), Relaxed);
+    let generation = &words[GENERATION];
+    generation.store(generation.load(Relaxed).wrapping_add(1), Relaxed);
     MAPS.with(|maps| {
-        maps.with(words[0].load(Relaxed), None, |map| {
+        maps.with(words[SLOT].load(Relaxed), None, |map| {
             let mut core = map.try_borrow_mut().ok()?;
             Some(f(words, &mut core))
         })
@@ -94,7 +122,7 @@ fn with_map<R>(fail: R, f: impl FnOnce(&[AtomicU32; LEN], &mut Core) -> R) -> R 
 /// The staged batch size, when it fits `limit` data items.
 #[inline]
 fn count(words: &[AtomicU32; LEN], limit: usize) -> Option<usize> {
-    let n = words[1].load(Relaxed) as usize;
+    let n = words[COUNT].load(Relaxed) as usize;
     (n <= limit).then_some(n)
 }
 

@@ -1,16 +1,16 @@
-//! The `SysctlAllowlist` class and the staged (zero-argument) admission entry points.
+//! The `SysctlAllowlist` class and the staged (zero-argument) admission entry point.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use kubenode_sysctl::{host_flags, Allowlist};
+use kubenode_sysctl::Allowlist;
 // Imported under their JS names, which the generated typings then use.
 use kubenode_sysctl::{AllowlistEntry as SysctlAllowlistEntry, Rejections as SysctlRejections};
-use napi::bindgen_prelude::{Uint32Array, Uint8Array};
-use napi::{Env, JsString};
+use napi::bindgen_prelude::Either;
+use napi::Env;
 use napi_derive::napi;
 
-use super::convert::{batch_err, flag_byte, read_joined, Scratch};
+use super::convert::{batch_err, flag_byte};
 use super::staged;
 use crate::convert::k8s_version;
 use crate::errors::{err, throwing, ErrorCode};
@@ -20,7 +20,6 @@ pub struct JsSysctlAllowlist {
     /// Shared with this thread's slot registry, which the staged call reads.
     shared: Rc<staged::Shared>,
     slot: u32,
-    scratch: RefCell<Scratch>,
 }
 
 impl Drop for JsSysctlAllowlist {
@@ -30,30 +29,19 @@ impl Drop for JsSysctlAllowlist {
 }
 
 /// This thread's staging area for `sysctlAdmitStaged` (one per JS environment; the same
-/// buffer on every call): `[slot, count, flags, ids…]` as u32, `sysctlStagedCapacity()`
-/// ids at most. Throws `ERR_KUBENODE_UNSUPPORTED` where external buffers are not allowed.
+/// buffer on every call): u32 words laid out as `sysctlStageLayout()` says. Throws
+/// `ERR_KUBENODE_UNSUPPORTED` where external buffers are not allowed.
 #[napi(ts_return_type = "ArrayBuffer")]
 pub fn sysctl_staging_buffer(env: Env) -> napi::Result<napi::Unknown<'static>> {
     throwing(&env, || staged::staging_buffer(&env))
 }
 
-/// Words before the ids in the staging area: slot, count, flags.
-#[napi]
-pub const SYSCTL_STAGE_HEADER: u32 = staged::HEADER as u32;
-
-/// How many sysctl ids fit in the staging area.
-#[napi]
-pub fn sysctl_staged_capacity() -> u32 {
-    (staged::LEN - staged::HEADER) as u32
-}
-
-/// Admits the pod staged in this thread's staging area against the allowlist in its slot.
-/// Returns 0 when admitted, `index << 3 | verdict` for the first forbidden sysctl (verdict
-/// 1 not allowlisted, 2 host network, 3 host IPC, 4 host users), or 0xFFFFFFFF when the staged words are not
-/// a valid pod (unknown slot or name index, count over capacity, no staging area). Takes no
-/// arguments: that is what makes it cheap to call.
-#[napi]
-pub fn sysctl_admit_staged() -> u32 {
+/// Admits the pod staged in this thread's staging area against the allowlist in its slot:
+/// null when admitted, else upstream's message for the first forbidden sysctl; the layout's
+/// `unreadable` number when the staged words are not a valid pod (unknown slot or name index,
+/// count over capacity, no staging area). Takes no arguments: that is what makes it cheap.
+#[napi(ts_return_type = "string | null | number")]
+pub fn sysctl_admit_staged() -> Either<u32, Option<String>> {
     staged::admit_staged()
 }
 
@@ -76,11 +64,7 @@ impl JsSysctlAllowlist {
                 names: RefCell::default(),
             });
             let slot = staged::register(Rc::clone(&shared))?;
-            Ok(Self {
-                shared,
-                slot,
-                scratch: RefCell::default(),
-            })
+            Ok(Self { shared, slot })
         })
     }
 
@@ -89,29 +73,6 @@ impl JsSysctlAllowlist {
     #[napi(getter)]
     pub fn slot(&self) -> u32 {
         self.slot
-    }
-
-    /// Admits one pod: `joined` holds `count` (≥ 1) names separated by NUL. Returns null when
-    /// admitted, else the message (built only then). Throws `ERR_KUBENODE_CONFLICT` if a name
-    /// contains NUL (the caller then uses `admitList`).
-    #[napi(ts_args_type = "joined: string, count: number, flags: number")]
-    pub fn admit_joined(
-        &self,
-        env: Env,
-        joined: JsString,
-        count: u32,
-        flags: u32,
-    ) -> napi::Result<Option<String>> {
-        throwing(&env, || {
-            let mut scratch = self.scratch.borrow_mut();
-            let joined = read_joined(&joined, &mut scratch)?;
-            let r = self
-                .shared
-                .inner
-                .admit_joined(&joined, u64::from(count), flag_byte(flags))
-                .map_err(batch_err)?;
-            Ok(r.err().map(|e| e.message()))
-        })
     }
 
     /// Registers a name for `admitIds`/`admitManyIds` and returns its index (the caller keeps
@@ -169,42 +130,6 @@ impl JsSysctlAllowlist {
                 .names
                 .borrow()
                 .admit_batch(ids, counts, flags)
-                .map(SysctlRejections::from)
-                .map_err(batch_err)
-        })
-    }
-
-    #[napi]
-    pub fn admit_list(&self, names: Vec<String>, flags: u32) -> Option<String> {
-        let (host_net, host_ipc, host_users) = host_flags(flag_byte(flags));
-        self.shared
-            .inner
-            .admit(
-                names.iter().map(String::as_str),
-                host_net,
-                host_ipc,
-                host_users,
-            )
-            .err()
-            .map(|e| e.message())
-    }
-
-    /// Admits many pods in one crossing: all names NUL-joined, `counts[i]` names and
-    /// `flags[i]` for pod i. Messages are built only for rejected pods.
-    #[napi(ts_args_type = "joined: string, counts: Uint32Array, flags: Uint8Array")]
-    pub fn admit_many(
-        &self,
-        env: Env,
-        joined: JsString,
-        counts: Uint32Array,
-        flags: Uint8Array,
-    ) -> napi::Result<SysctlRejections> {
-        throwing(&env, || {
-            let mut scratch = self.scratch.borrow_mut();
-            let joined = read_joined(&joined, &mut scratch)?;
-            self.shared
-                .inner
-                .admit_batch(&joined, &counts, &flags)
                 .map(SysctlRejections::from)
                 .map_err(batch_err)
         })

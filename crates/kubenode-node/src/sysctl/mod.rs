@@ -1,6 +1,6 @@
 //! Binding for `kubenode-sysctl`. Admission takes the pod's sysctl names as indexes into a
-//! `NameTable` (each distinct name crosses once, via `intern`), or joined by NUL in one string;
-//! either way one crossing per pod, or per batch; namespace work runs as AsyncTasks whose
+//! `NameTable` (each distinct name crosses once, via `intern`): one crossing per pod, or per
+//! batch; namespace work runs as AsyncTasks whose
 //! outcome objects carry the shared `NativeError`, since a Task can only reject with a plain
 //! status. The core's own values (namespaces, the safe list, probe results, applied sysctls,
 //! allowlist and policy entries) cross as they are, through its `napi` feature; `types` are
