@@ -1,7 +1,7 @@
 // A sysctl policy file (YAML or JSON, schema in ./policy-schema.ts): one file drives node
 // admission (`admitChain()`, the kubelet's PodAdmitChain) and API admission (`render()`, a
 // ValidatingAdmissionPolicy and its binding), so both decide alike.
-import { PodAdmitChain } from '../admission/index.js';
+import { PodAdmitChain, type PodAdmitChainOptions } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 import { InputTooLargeError, MAX_OBJECT_BYTES, readCapped } from '../read-capped.js';
 import { parseDocuments } from '../yaml-documents.js';
@@ -178,9 +178,12 @@ export class SysctlPolicyFile {
   }
 
   /** The node side: the kubelet allowlist (if the file asks for it), then the policy. */
-  admitChain(): PodAdmitChain {
+  admitChain(options: PodAdmitChainOptions = {}): PodAdmitChain {
     const allowlist = kubeletAllowlist(this.spec);
-    return new PodAdmitChain([...(allowlist ? [allowlist] : []), ...(this.policy ? [this.policy] : [])]);
+    return new PodAdmitChain(
+      [...(allowlist ? [allowlist] : []), ...(this.policy ? [this.policy] : [])],
+      options,
+    );
   }
 }
 
