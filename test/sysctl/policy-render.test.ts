@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { KubenodeRangeError, sysctl } from '../../ts/index.js';
+import { KubenodeRangeError, KubenodeTypeError, sysctl } from '../../ts/index.js';
 import { parseLabelSelector } from '../../ts/sysctl/render/selector.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -259,6 +259,12 @@ describe('policy files', () => {
     ).toThrow(
       /^options.validationActions: Invalid value: \["Warn","Deny"\]: must not contain both Deny and Warn/,
     );
+    expect(() =>
+      sysctl.renderAdmissionPolicy(null, {
+        includeSafeSysctls: true,
+        validationActions: [1] as unknown as sysctl.ValidationAction[],
+      }),
+    ).toThrow(new KubenodeTypeError('options.validationActions[0] must be a string, got 1'));
   });
 
   it('parses label selectors as kubectl does', () => {
