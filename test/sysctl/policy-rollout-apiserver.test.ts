@@ -171,164 +171,175 @@ describe('validationActions on the API server', () => {
   });
 });
 
+// Each run starts the CLI under tsx, several seconds on a busy machine.
+const CLI_TIMEOUT = 300_000;
+
 function run(args: string[]): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(tsx, [main, ...args], { encoding: 'utf8', timeout: 120_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe('kubenode sysctl policy audit', () => {
-  it('lists every pod and template the policy refuses, in selected namespaces, page by page', async () => {
-    await api.namespace('audit-web', { rollout: 'audit-web' });
-    await api.namespace('audit-other', {});
-    const bad = {
-      sysctls: [{ name: 'net.core.somaxconn', value: '99' }],
-      hostNetwork: false,
-      hostIPC: false,
-    };
-    const good = { ...bad, sysctls: [{ name: 'net.core.somaxconn', value: '256' }] };
-    for (const [ns, name, c, kind] of [
-      ['audit-web', 'bad-a', bad, 'Pod'],
-      ['audit-web', 'bad-b', bad, 'Pod'],
-      ['audit-web', 'good-a', good, 'Pod'],
-      ['audit-web', 'good-b', good, 'Pod'],
-      ['audit-web', 'bad-deploy', bad, 'Deployment'],
-      ['audit-web', 'good-deploy', good, 'Deployment'],
-      ['audit-web', 'bad-cron', bad, 'CronJob'],
-      ['audit-other', 'bad-elsewhere', bad, 'Pod'],
-    ] as const) {
-      const { obj, collection, group } = objectFor({ ...c, kind }, name);
-      const r = await api.send('POST', `${group}/namespaces/${ns}/${collection}`, obj);
-      expect(r.status, JSON.stringify(r.body)).toBe(201);
-    }
-    const policy = join(dir, 'audit-web.yaml');
-    writeFileSync(policy, policyFile('audit-web', 'Warn, Audit'));
-    const detail =
-      'forbidden sysctl: "net.core.somaxconn" not allowed by policy: value must be between 128 and 4096';
+  it(
+    'lists every pod and template the policy refuses, in selected namespaces, page by page',
+    async () => {
+      await api.namespace('audit-web', { rollout: 'audit-web' });
+      await api.namespace('audit-other', {});
+      const bad = {
+        sysctls: [{ name: 'net.core.somaxconn', value: '99' }],
+        hostNetwork: false,
+        hostIPC: false,
+      };
+      const good = { ...bad, sysctls: [{ name: 'net.core.somaxconn', value: '256' }] };
+      for (const [ns, name, c, kind] of [
+        ['audit-web', 'bad-a', bad, 'Pod'],
+        ['audit-web', 'bad-b', bad, 'Pod'],
+        ['audit-web', 'good-a', good, 'Pod'],
+        ['audit-web', 'good-b', good, 'Pod'],
+        ['audit-web', 'bad-deploy', bad, 'Deployment'],
+        ['audit-web', 'good-deploy', good, 'Deployment'],
+        ['audit-web', 'bad-cron', bad, 'CronJob'],
+        ['audit-other', 'bad-elsewhere', bad, 'Pod'],
+      ] as const) {
+        const { obj, collection, group } = objectFor({ ...c, kind }, name);
+        const r = await api.send('POST', `${group}/namespaces/${ns}/${collection}`, obj);
+        expect(r.status, JSON.stringify(r.body)).toBe(201);
+      }
+      const policy = join(dir, 'audit-web.yaml');
+      writeFileSync(policy, policyFile('audit-web', 'Warn, Audit'));
+      const detail =
+        'forbidden sysctl: "net.core.somaxconn" not allowed by policy: value must be between 128 and 4096';
 
-    const text = run([
-      'sysctl',
-      'policy',
-      'audit',
-      '--policy',
-      policy,
-      '--kubeconfig',
-      server.kubeconfigFile,
-      '--chunk-size',
-      '1',
-    ]);
-    expect(text.stderr).toBe('');
-    expect(text.code).toBe(1);
-    expect(text.stdout).toBe(
-      [
-        `REFUSED Pod audit-web/bad-a: ${detail}`,
-        `REFUSED Pod audit-web/bad-b: ${detail}`,
-        `REFUSED Deployment audit-web/bad-deploy: ${detail}`,
-        `REFUSED CronJob audit-web/bad-cron: ${detail}`,
-        '4 of 7 objects refused by policy audit-web',
-        '',
-      ].join('\n'),
-    );
+      const text = run([
+        'sysctl',
+        'policy',
+        'audit',
+        '--policy',
+        policy,
+        '--kubeconfig',
+        server.kubeconfigFile,
+        '--chunk-size',
+        '1',
+      ]);
+      expect(text.stderr).toBe('');
+      expect(text.code).toBe(1);
+      expect(text.stdout).toBe(
+        [
+          `REFUSED Pod audit-web/bad-a: ${detail}`,
+          `REFUSED Pod audit-web/bad-b: ${detail}`,
+          `REFUSED Deployment audit-web/bad-deploy: ${detail}`,
+          `REFUSED CronJob audit-web/bad-cron: ${detail}`,
+          '4 of 7 objects refused by policy audit-web',
+          '',
+        ].join('\n'),
+      );
 
-    const json = run([
-      'sysctl',
-      'policy',
-      'audit',
-      '--policy',
-      policy,
-      '--kubeconfig',
-      server.kubeconfigFile,
-      '-o',
-      'json',
-    ]);
-    expect(json.code).toBe(1);
-    const listed = JSON.parse(json.stdout) as {
-      policy: string;
-      scanned: number;
-      refused: sysctl.AuditFinding[];
-    };
-    expect(listed.scanned).toBe(7);
-    expect(listed.refused.map((f) => `${f.kind} ${f.namespace}/${f.name} ${f.handler}`)).toEqual([
-      'Pod audit-web/bad-a sysctl-policy',
-      'Pod audit-web/bad-b sysctl-policy',
-      'Deployment audit-web/bad-deploy sysctl-policy',
-      'CronJob audit-web/bad-cron sysctl-policy',
-    ]);
+      const json = run([
+        'sysctl',
+        'policy',
+        'audit',
+        '--policy',
+        policy,
+        '--kubeconfig',
+        server.kubeconfigFile,
+        '-o',
+        'json',
+      ]);
+      expect(json.code).toBe(1);
+      const listed = JSON.parse(json.stdout) as {
+        policy: string;
+        scanned: number;
+        refused: sysctl.AuditFinding[];
+      };
+      expect(listed.scanned).toBe(7);
+      expect(listed.refused.map((f) => `${f.kind} ${f.namespace}/${f.name} ${f.handler}`)).toEqual([
+        'Pod audit-web/bad-a sysctl-policy',
+        'Pod audit-web/bad-b sysctl-policy',
+        'Deployment audit-web/bad-deploy sysctl-policy',
+        'CronJob audit-web/bad-cron sysctl-policy',
+      ]);
 
-    // Without a selector every namespace counts; the library reports its pages.
-    const everywhere = sysctl.parseSysctlPolicyFile(
-      `apiVersion: kubenode.io/v1alpha1\nkind: SysctlPolicy\nmetadata: {name: all}\nspec:\n  ${SOMAXCONN}\n`,
-    );
-    const found: string[] = [];
-    const summary = await sysctl.auditSysctlPolicy(server.kubeConfig, everywhere, {
-      chunkSize: 2,
-      onFinding: (f) => found.push(`${f.namespace}/${f.name}`),
-    });
-    // Pods of the tests above are in other namespaces.
-    expect(found.filter((f) => f.startsWith('audit-'))).toEqual([
-      'audit-other/bad-elsewhere',
-      'audit-web/bad-a',
-      'audit-web/bad-b',
-      'audit-web/bad-deploy',
-      'audit-web/bad-cron',
-    ]);
-    expect(summary.refused).toBe(found.length);
-    // One page per two objects of each kind (at least one per kind): continue tokens were followed.
-    expect(summary.pages).toBeGreaterThanOrEqual(Math.ceil(summary.scanned / 2));
-  });
+      // Without a selector every namespace counts; the library reports its pages.
+      const everywhere = sysctl.parseSysctlPolicyFile(
+        `apiVersion: kubenode.io/v1alpha1\nkind: SysctlPolicy\nmetadata: {name: all}\nspec:\n  ${SOMAXCONN}\n`,
+      );
+      const found: string[] = [];
+      const summary = await sysctl.auditSysctlPolicy(server.kubeConfig, everywhere, {
+        chunkSize: 2,
+        onFinding: (f) => found.push(`${f.namespace}/${f.name}`),
+      });
+      // Pods of the tests above are in other namespaces.
+      expect(found.filter((f) => f.startsWith('audit-'))).toEqual([
+        'audit-other/bad-elsewhere',
+        'audit-web/bad-a',
+        'audit-web/bad-b',
+        'audit-web/bad-deploy',
+        'audit-web/bad-cron',
+      ]);
+      expect(summary.refused).toBe(found.length);
+      // One page per two objects of each kind (at least one per kind): continue tokens were followed.
+      expect(summary.pages).toBeGreaterThanOrEqual(Math.ceil(summary.scanned / 2));
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('exits 0 when nothing is refused, 2 for bad input, 1 when the API server is unreachable', async () => {
-    const none = join(dir, 'none.yaml');
-    writeFileSync(none, policyFile('nothing-here'));
-    const ok = run(['sysctl', 'policy', 'audit', '--policy', none, '--kubeconfig', server.kubeconfigFile]);
-    expect(ok).toMatchObject({ code: 0, stdout: '0 of 0 objects refused by policy nothing-here\n' });
+  it(
+    'exits 0 when nothing is refused, 2 for bad input, 1 when the API server is unreachable',
+    async () => {
+      const none = join(dir, 'none.yaml');
+      writeFileSync(none, policyFile('nothing-here'));
+      const ok = run(['sysctl', 'policy', 'audit', '--policy', none, '--kubeconfig', server.kubeconfigFile]);
+      expect(ok).toMatchObject({ code: 0, stdout: '0 of 0 objects refused by policy nothing-here\n' });
 
-    const chunk = run([
-      'sysctl',
-      'policy',
-      'audit',
-      '--policy',
-      none,
-      '--kubeconfig',
-      server.kubeconfigFile,
-      '--chunk-size',
-      '0',
-    ]);
-    expect(chunk.code).toBe(2);
-    expect(chunk.stderr).toContain('--chunk-size must be a positive integer, got "0"');
-    const missing = run([
-      'sysctl',
-      'policy',
-      'audit',
-      '--policy',
-      join(dir, 'nope.yaml'),
-      '--kubeconfig',
-      server.kubeconfigFile,
-    ]);
-    expect(missing.code).toBe(2);
-    const kc = run(['sysctl', 'policy', 'audit', '--policy', none, '--kubeconfig', join(dir, 'nope')]);
-    expect(kc.code).toBe(2);
-    expect(kc.stderr).toContain('cannot load kubeconfig');
-    const format = run([
-      'sysctl',
-      'policy',
-      'audit',
-      '--policy',
-      none,
-      '--kubeconfig',
-      server.kubeconfigFile,
-      '-o',
-      'xml',
-    ]);
-    expect(format.code).toBe(2);
+      const chunk = run([
+        'sysctl',
+        'policy',
+        'audit',
+        '--policy',
+        none,
+        '--kubeconfig',
+        server.kubeconfigFile,
+        '--chunk-size',
+        '0',
+      ]);
+      expect(chunk.code).toBe(2);
+      expect(chunk.stderr).toContain('--chunk-size must be a positive integer, got "0"');
+      const missing = run([
+        'sysctl',
+        'policy',
+        'audit',
+        '--policy',
+        join(dir, 'nope.yaml'),
+        '--kubeconfig',
+        server.kubeconfigFile,
+      ]);
+      expect(missing.code).toBe(2);
+      const kc = run(['sysctl', 'policy', 'audit', '--policy', none, '--kubeconfig', join(dir, 'nope')]);
+      expect(kc.code).toBe(2);
+      expect(kc.stderr).toContain('cannot load kubeconfig');
+      const format = run([
+        'sysctl',
+        'policy',
+        'audit',
+        '--policy',
+        none,
+        '--kubeconfig',
+        server.kubeconfigFile,
+        '-o',
+        'xml',
+      ]);
+      expect(format.code).toBe(2);
 
-    const down = join(dir, 'down.kubeconfig');
-    const config = JSON.parse(readFileSync(server.kubeconfigFile, 'utf8')) as {
-      clusters: { cluster: { server: string } }[];
-    };
-    for (const c of config.clusters) c.cluster.server = 'https://127.0.0.1:1';
-    writeFileSync(down, JSON.stringify(config));
-    const unreachable = run(['sysctl', 'policy', 'audit', '--policy', none, '--kubeconfig', down]);
-    expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toContain('cannot list namespaces');
-  });
+      const down = join(dir, 'down.kubeconfig');
+      const config = JSON.parse(readFileSync(server.kubeconfigFile, 'utf8')) as {
+        clusters: { cluster: { server: string } }[];
+      };
+      for (const c of config.clusters) c.cluster.server = 'https://127.0.0.1:1';
+      writeFileSync(down, JSON.stringify(config));
+      const unreachable = run(['sysctl', 'policy', 'audit', '--policy', none, '--kubeconfig', down]);
+      expect(unreachable.code).toBe(1);
+      expect(unreachable.stderr).toContain('cannot list namespaces');
+    },
+    CLI_TIMEOUT,
+  );
 });
