@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { KubenodeRangeError, sysctl } from '../../ts/index.js';
+import { KubenodeRangeError, KubenodeTypeError, sysctl } from '../../ts/index.js';
 import { parseLabelSelector } from '../../ts/sysctl/render/selector.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -216,6 +216,55 @@ describe('policy files', () => {
       expect(e).toBeInstanceOf(sysctl.SysctlPolicyFileError);
       expect(e).toMatchObject({ code: 'ERR_KUBENODE_INVALID_ARG', path: 'spec.sysctls[0].fields' });
     }
+  });
+
+  it('renders validationActions into the binding (default Deny), refused as the API server refuses them', () => {
+    const file = (actions: string) =>
+      sysctl.parseSysctlPolicyFile(
+        `${header}spec:\n  allowedSysctls: [net.core.somaxconn]\n${actions}`,
+        'f.yaml',
+      );
+    const actionsOf = (f: sysctl.SysctlPolicyFile, o?: sysctl.RenderAdmissionPolicyOptions) =>
+      (f.render(o)[1]['spec'] as { validationActions: string[] }).validationActions;
+    expect(actionsOf(file(''))).toEqual(['Deny']);
+    expect(actionsOf(file('  validationActions: [Warn, Audit]\n'))).toEqual(['Warn', 'Audit']);
+    expect(actionsOf(file('  validationActions: [Audit]\n'), { validationActions: ['Deny'] })).toEqual([
+      'Deny',
+    ]);
+    const bad = (actions: string) => () => file(`  validationActions: ${actions}\n`);
+    expect(bad('[Deny, Warn]')).toThrow(
+      'f.yaml: spec.validationActions: Invalid value: ["Deny","Warn"]: must not contain both Deny and Warn ' +
+        '(repeating the same validation failure information in the API response and headers serves no purpose)',
+    );
+    expect(bad('[Audit, Block]')).toThrow(
+      'f.yaml: spec.validationActions[1]: Unsupported value: "Block": supported values: "Audit", "Deny", "Warn"',
+    );
+    expect(bad('[Warn, Warn]')).toThrow('f.yaml: spec.validationActions[1]: Duplicate value: "Warn"');
+    expect(bad('[]')).toThrow(
+      'f.yaml: spec.validationActions: Required value: at least one validation action is required',
+    );
+    expect(bad('[1]')).toThrow('f.yaml: spec.validationActions[0] must be of type string, got integer');
+    try {
+      bad('[deny]')();
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(sysctl.SysctlPolicyFileError);
+      expect(e).toMatchObject({ code: 'ERR_KUBENODE_INVALID_ARG', path: 'spec.validationActions' });
+    }
+    expect(() =>
+      sysctl.renderAdmissionPolicy(null, {
+        includeSafeSysctls: true,
+        validationActions: ['Warn', 'Deny'],
+      }),
+    ).toThrow(
+      /^options.validationActions: Invalid value: \["Warn","Deny"\]: must not contain both Deny and Warn/,
+    );
+    expect(() =>
+      sysctl.renderAdmissionPolicy(null, {
+        includeSafeSysctls: true,
+        validationActions: [1] as unknown as sysctl.ValidationAction[],
+      }),
+    ).toThrow(new KubenodeTypeError('options.validationActions[0] must be a string, got 1'));
   });
 
   it('parses label selectors as kubectl does', () => {

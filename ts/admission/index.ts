@@ -1,7 +1,19 @@
 // The kubelet's pod admission chain (pkg/kubelet/lifecycle): handlers run in order and the
 // first rejection wins. A handler that throws rejects the pod instead of crashing the agent.
+import type { Registry } from 'prom-client';
 import { describe, KubenodeTypeError } from '../errors.js';
 import type { PodLike } from '../sysctl/types.js';
+import { type AdmitMetrics, admitMetrics } from './metrics.js';
+
+export {
+  ADMISSION_REJECTION_REASONS,
+  ADMISSION_REJECTIONS_TOTAL,
+  ADMIT_BUCKETS,
+  ADMIT_DURATION,
+  type AdmitMetrics,
+  admitMetrics,
+  rejectionReasonLabel,
+} from './metrics.js';
 
 /** What a handler sees for one pod (upstream `lifecycle.PodAdmitAttributes`). */
 export interface PodAdmitAttributes {
@@ -40,6 +52,15 @@ export interface ChainResult extends PodAdmitResult {
 /** Reason used when a handler throws or returns something that is not a result. */
 export const UNEXPECTED_ADMISSION_ERROR = 'UnexpectedAdmissionError';
 
+/** Options of `PodAdmitChain`. */
+export interface PodAdmitChainOptions {
+  /**
+   * prom-client registry for `kubelet_admission_rejections_total{reason}` (the kubelet's counter,
+   * one per rejected pod) and `kubenode_pod_admit_duration_seconds{result}`; default: none recorded.
+   */
+  registry?: Registry;
+}
+
 /**
  * Runs admit handlers in order; the first rejection wins (the kubelet's `admitHandlers` loop).
  * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `handlers` is not an array of
@@ -47,13 +68,18 @@ export const UNEXPECTED_ADMISSION_ERROR = 'UnexpectedAdmissionError';
  */
 export class PodAdmitChain {
   readonly #handlers: PodAdmitHandler[];
+  readonly #metrics: AdmitMetrics | null;
 
-  constructor(handlers: readonly PodAdmitHandler[] = []) {
+  constructor(handlers: readonly PodAdmitHandler[] = [], options: PodAdmitChainOptions = {}) {
     if (!Array.isArray(handlers))
       throw new KubenodeTypeError(`handlers must be an array, got ${describe(handlers)}`);
     handlers.forEach((h, i) => {
       PodAdmitChain.#check(h, i);
     });
+    if (typeof options !== 'object' || options === null) {
+      throw new KubenodeTypeError(`options must be an object, got ${describe(options)}`);
+    }
+    this.#metrics = options.registry === undefined ? null : admitMetrics(options.registry);
     this.#handlers = [...handlers];
   }
 
@@ -79,37 +105,46 @@ export class PodAdmitChain {
   /**
    * Runs the handlers on `attrs.pod` (with `otherPods` defaulting to `[]`) until one rejects.
    * A handler that throws or returns a non-result rejects the pod with reason
-   * `UnexpectedAdmissionError` instead of rejecting this promise.
+   * `UnexpectedAdmissionError` instead of rejecting this promise. With a registry, a rejection
+   * counts in `kubelet_admission_rejections_total` and every verdict's time in the histogram.
    * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `attrs` is not `{ pod, otherPods? }`.
    */
   async admit(attrs: PodAdmitAttributes): Promise<ChainResult> {
     if (typeof attrs !== 'object' || attrs === null || typeof attrs.pod !== 'object' || attrs.pod === null) {
       throw new KubenodeTypeError(`admit attributes must be { pod, otherPods? }, got ${describe(attrs)}`);
     }
+    // Timed inside this one async function: another async layer around it cost more than the
+    // metrics themselves.
+    const start = this.#metrics === null ? 0 : performance.now();
     const view: PodAdmitAttributes = { pod: attrs.pod, otherPods: attrs.otherPods ?? [] };
     for (const h of this.#handlers) {
       let r: PodAdmitResult;
       try {
         r = await h.admit(view);
       } catch (e) {
-        return {
+        return this.#verdict(start, {
           admit: false,
           reason: UNEXPECTED_ADMISSION_ERROR,
           message: `admit handler ${JSON.stringify(h.name)} failed: ${e instanceof Error ? e.message : String(e)}`,
           handler: h.name,
-        };
+        });
       }
       if (typeof r !== 'object' || r === null || typeof r.admit !== 'boolean') {
-        return {
+        return this.#verdict(start, {
           admit: false,
           reason: UNEXPECTED_ADMISSION_ERROR,
           message: `admit handler ${JSON.stringify(h.name)} returned ${describe(r)} instead of { admit: boolean }`,
           handler: h.name,
-        };
+        });
       }
-      if (!r.admit) return { ...r, handler: h.name };
+      if (!r.admit) return this.#verdict(start, { ...r, handler: h.name });
     }
-    return { admit: true };
+    return this.#verdict(start, { admit: true });
+  }
+
+  #verdict(start: number, r: ChainResult): ChainResult {
+    this.#metrics?.record((performance.now() - start) / 1000, r.admit ? undefined : r);
+    return r;
   }
 }
 

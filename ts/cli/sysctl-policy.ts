@@ -1,8 +1,12 @@
-// `kubenode sysctl policy render|schema`: a policy file as a ValidatingAdmissionPolicy and
-// binding for the API server (the same file drives node admission through `PodAdmitChain`).
+// `kubenode sysctl policy render|check-defaults|audit|schema`: a policy file as a
+// ValidatingAdmissionPolicy and binding for the API server (the same file drives node admission
+// through `PodAdmitChain`), and what it would refuse among a node's defaults or a cluster's objects.
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { isKubenodeError } from '../errors.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { redactCredentials } from '../kube/redact.js';
+import { type AuditFinding, auditSysctlPolicy, DEFAULT_CHUNK_SIZE } from '../sysctl/audit.js';
 import { validateDefaultPodSysctls } from '../sysctl/defaults.js';
 import { loadKubeletSysctlConfig } from '../sysctl/kubelet-config.js';
 import { loadSysctlPolicyFile, parseSysctlPolicyFile, type SysctlPolicyFile } from '../sysctl/policy-file.js';
@@ -13,6 +17,7 @@ import {
   type WorkloadKind,
 } from '../sysctl/render/admission-policy.js';
 import { parseLabelSelector } from '../sysctl/render/selector.js';
+import type { ValidationAction } from '../sysctl/render/validation-actions.js';
 import { MAX_OBJECT_BYTES, readInput } from './input.js';
 import { CliExit, out, outputFormat, printJson, printStructured, badInput as usage } from './output.js';
 
@@ -53,6 +58,10 @@ export function registerSysctlPolicy(sysctl: Command): void {
       `comma-separated, or "all": ${WORKLOAD_KINDS.join(', ')} (overrides the file)`,
     )
     .option('--name <name>', 'policy name (default: metadata.name of the file)')
+    .option(
+      '--validation-actions <actions>',
+      "the binding's actions, comma-separated: Deny, or Warn and/or Audit to roll out (overrides the file)",
+    )
     .option('-o, --output <format>', 'output format: yaml or json', 'yaml')
     .action(
       async (opts: {
@@ -60,6 +69,7 @@ export function registerSysctlPolicy(sysctl: Command): void {
         namespaceSelector?: string;
         workloadKinds?: string;
         name?: string;
+        validationActions?: string;
         output?: string;
       }) => {
         const f = format(opts);
@@ -77,6 +87,11 @@ export function registerSysctlPolicy(sysctl: Command): void {
             opts.workloadKinds === 'all'
               ? [...WORKLOAD_KINDS]
               : (opts.workloadKinds.split(',').map((k) => k.trim()) as WorkloadKind[]);
+        }
+        if (opts.validationActions !== undefined) {
+          overrides.validationActions = opts.validationActions
+            .split(',')
+            .map((a) => a.trim()) as ValidationAction[];
         }
         const objects = orUsage(() => file.render(overrides));
         if (f === 'json') printJson({ apiVersion: 'v1', kind: 'List', items: objects });
@@ -122,6 +137,40 @@ export function registerSysctlPolicy(sysctl: Command): void {
         if (outside.length > 0) throw new CliExit(1);
       },
     );
+
+  policy
+    .command('audit')
+    .description(
+      'list the pods and pod templates in the cluster a policy file would refuse; exit 0 none, 1 some (listed)',
+    )
+    .requiredOption('--policy <file>', 'sysctl policy file (YAML or JSON)')
+    .option('--kubeconfig <file>', 'kubeconfig file (default: KUBECONFIG, else the in-cluster configuration)')
+    .option('--chunk-size <n>', "objects per LIST request (kubectl's default)", String(DEFAULT_CHUNK_SIZE))
+    .option('-o, --output <format>', 'output format: text, json or yaml', 'text')
+    .action(async (opts: { policy: string; kubeconfig?: string; chunkSize: string; output?: string }) => {
+      const f = outputFormat(opts);
+      const chunkSize = /^[1-9][0-9]*$/.test(opts.chunkSize) ? Number(opts.chunkSize) : Number.NaN;
+      if (!Number.isSafeInteger(chunkSize)) {
+        usage(`--chunk-size must be a positive integer, got ${JSON.stringify(opts.chunkSize)}`);
+      }
+      const [file, kc] = await Promise.all([
+        loadSysctlPolicyFile(opts.policy),
+        loadKubeConfig(opts.kubeconfig).then((l) => l.kubeConfig),
+      ]).catch((e: unknown) => {
+        if (isKubenodeError(e)) usage(redactCredentials(e.message));
+        throw e;
+      });
+      // Text goes out as each page is decided; json and yaml keep only the refused objects.
+      const refused: AuditFinding[] = [];
+      const onFinding = (x: AuditFinding) => {
+        if (f === 'text') out(`REFUSED ${x.kind} ${x.namespace}/${x.name}: ${x.message}\n`);
+        else refused.push(x);
+      };
+      const summary = await auditSysctlPolicy(kc, file, { chunkSize, onFinding });
+      if (f !== 'text') printStructured(f, { policy: file.name, scanned: summary.scanned, refused });
+      else out(`${summary.refused} of ${summary.scanned} objects refused by policy ${file.name}\n`);
+      if (summary.refused > 0) throw new CliExit(1);
+    });
 
   policy
     .command('schema')

@@ -31,6 +31,15 @@ export {
   type ProbeResult,
   probe,
 } from './apply.js';
+export {
+  AUDITED_KINDS,
+  type AuditedKind,
+  type AuditFinding,
+  type AuditOptions,
+  type AuditSummary,
+  auditSysctlPolicy,
+  DEFAULT_CHUNK_SIZE,
+} from './audit.js';
 export { baselineAllowedSysctls, type CheckResult, checkBaseline, parsePolicyVersion } from './baseline.js';
 export { allowlistFromKubeletConfig, type KubeletSysctlConfig, parseAllowedUnsafeSysctls } from './config.js';
 export {
@@ -93,6 +102,12 @@ export {
   type WorkloadKind,
 } from './render/admission-policy.js';
 export { type KubeletAllowlistOptions, kubeletAllowlist } from './render/kubelet.js';
+export {
+  DEFAULT_VALIDATION_ACTIONS,
+  VALIDATION_ACTIONS,
+  type ValidationAction,
+  validationActionsErrors,
+} from './render/validation-actions.js';
 export type { FieldError, PodLike, SysctlNamespace, V1Sysctl } from './types.js';
 export { type ValidatePodSysctlsOptions, validatePodSysctls, validateSysctlNames } from './validation.js';
 export type { IntRange } from './values.js';

@@ -1,7 +1,7 @@
 // A sysctl policy file (YAML or JSON, schema in ./policy-schema.ts): one file drives node
 // admission (`admitChain()`, the kubelet's PodAdmitChain) and API admission (`render()`, a
 // ValidatingAdmissionPolicy and its binding), so both decide alike.
-import { PodAdmitChain } from '../admission/index.js';
+import { PodAdmitChain, type PodAdmitChainOptions } from '../admission/index.js';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 import { InputTooLargeError, MAX_OBJECT_BYTES, readCapped } from '../read-capped.js';
 import { parseDocuments } from '../yaml-documents.js';
@@ -17,6 +17,7 @@ import {
   type WorkloadKind,
 } from './render/admission-policy.js';
 import { kubeletAllowlist } from './render/kubelet.js';
+import { type ValidationAction, validationActionsErrors } from './render/validation-actions.js';
 import { checkSchema } from './schema-check.js';
 
 /** A policy file that cannot be read, parsed or that breaks the schema; `path` names the field. */
@@ -54,6 +55,8 @@ export interface SysctlPolicyFileSpec {
   namespaceSelector?: LabelSelector;
   /** API admission also checks the pod templates of these workload kinds. */
   workloadKinds?: WorkloadKind[];
+  /** What the API server does with a refused pod (default `[Deny]`); `Warn`/`Audit` to roll out. */
+  validationActions?: ValidationAction[];
 }
 
 /**
@@ -103,6 +106,16 @@ export class SysctlPolicyFile {
         'spec',
       );
     }
+    if (s.validationActions !== undefined) {
+      const errors = validationActionsErrors(s.validationActions, 'spec.validationActions');
+      if (errors.length > 0) {
+        throw new SysctlPolicyFileError(
+          'ERR_KUBENODE_INVALID_ARG',
+          `${source}: ${errors.join('; ')}`,
+          'spec.validationActions',
+        );
+      }
+    }
     this.policy = SysctlPolicyFile.#compile(s, source);
     // Build the kubelet allowlist now so a bad pattern or kernel version fails at load time.
     try {
@@ -143,6 +156,7 @@ export class SysctlPolicyFile {
       ...(s.kubernetesVersion !== undefined ? { kubernetesVersion: s.kubernetesVersion } : {}),
       ...(s.namespaceSelector !== undefined ? { namespaceSelector: s.namespaceSelector } : {}),
       ...(s.workloadKinds !== undefined ? { workloadKinds: s.workloadKinds } : {}),
+      ...(s.validationActions !== undefined ? { validationActions: s.validationActions } : {}),
       ...overrides,
     };
   }
@@ -178,9 +192,12 @@ export class SysctlPolicyFile {
   }
 
   /** The node side: the kubelet allowlist (if the file asks for it), then the policy. */
-  admitChain(): PodAdmitChain {
+  admitChain(options: PodAdmitChainOptions = {}): PodAdmitChain {
     const allowlist = kubeletAllowlist(this.spec);
-    return new PodAdmitChain([...(allowlist ? [allowlist] : []), ...(this.policy ? [this.policy] : [])]);
+    return new PodAdmitChain(
+      [...(allowlist ? [allowlist] : []), ...(this.policy ? [this.policy] : [])],
+      options,
+    );
   }
 }
 

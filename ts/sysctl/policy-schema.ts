@@ -96,6 +96,12 @@ export const SYSCTL_POLICY_SCHEMA = {
           type: 'array',
           items: { enum: ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob'] },
         },
+        validationActions: {
+          description:
+            'What the API server does with a refused pod: Deny (default), Warn (a warning to the client), Audit (an audit annotation); Deny and Warn exclude each other.',
+          type: 'array',
+          items: { type: 'string' },
+        },
       },
     },
   },

@@ -18,6 +18,12 @@ export {
   UserNsManager,
   type UserNsManagerOptions,
 } from './manager.js';
+export {
+  STARTED_USER_NAMESPACED_PODS_ERRORS_TOTAL,
+  STARTED_USER_NAMESPACED_PODS_TOTAL,
+  type UsernsMetrics,
+  usernsMetrics,
+} from './metrics.js';
 export type { PoolOptions } from './pool-options.js';
 export {
   type CriOptions,

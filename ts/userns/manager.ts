@@ -3,6 +3,7 @@
 // checks upstream makes before taking its lock (feature gate, hostUsers, runtime handler), and
 // turns results into CRI `UserNamespace` messages. Per-pod calls are coalesced (./calls.ts);
 // every other operation is one native call.
+import type { Registry } from 'prom-client';
 import type {
   UsernsAllocation as Allocation,
   UsernsIdMapping as IdMapping,
@@ -20,8 +21,10 @@ import {
   outcomeOrThrow,
 } from '../errors.js';
 import type { PodLike } from '../kube/types.js';
+import { assertRegistry } from '../metrics-registry.js';
 import { PodCalls } from './calls.js';
 import { UsernsError } from './errors.js';
+import { type UsernsMetrics, usernsMetrics } from './metrics.js';
 import {
   DEFAULT_IDS_PER_POD,
   DEFAULT_MAX_PODS,
@@ -77,6 +80,14 @@ export interface UserNsManagerOptions extends PoolOptions {
   runtimeHandlerSupportsUserns?: HandlerSupport;
   /** Seed of the bitmap's random scan, for reproducible tests. */
   seed?: number;
+  /**
+   * prom-client registry for the kubelet's `kubelet_started_user_namespaced_pods_total` and
+   * `kubelet_started_user_namespaced_pods_errors_total`: every mappings call for a pod with
+   * `hostUsers: false` is a start (ask once per sandbox, as the kubelet's sandbox creation does),
+   * and one that fails an error. Registered only while the feature gate is on, as upstream does;
+   * default: none recorded.
+   */
+  registry?: Registry;
 }
 
 function unsupportedHandler(handler: string, cause: unknown): UsernsError {
@@ -127,6 +138,7 @@ export class UserNsManager {
   readonly #core: UsernsCore | null;
   readonly #calls: PodCalls | null;
   readonly #handlerSupport: HandlerSupport;
+  readonly #metrics: UsernsMetrics | null;
 
   private constructor(
     opts: Required<Pick<UserNsManagerOptions, 'podsDir' | 'idsPerPod' | 'maxPods'>>,
@@ -134,6 +146,7 @@ export class UserNsManager {
     pool: IdPool | null,
     handlerSupport: HandlerSupport,
     outcome: UsernsOutcome | null,
+    metrics: UsernsMetrics | null = null,
   ) {
     this.podsDir = opts.podsDir;
     this.idsPerPod = opts.idsPerPod;
@@ -145,6 +158,7 @@ export class UserNsManager {
     this.#handlerSupport = handlerSupport;
     this.restored = outcome?.restored ?? 0;
     this.staleTempFilesRemoved = outcome?.staleTempFilesRemoved ?? 0;
+    this.#metrics = metrics;
   }
 
   /** `MakeUserNsManager`: validation, pool resolution, checks, lock, restore of every file. */
@@ -161,8 +175,10 @@ export class UserNsManager {
     if (typeof handlerSupport !== 'boolean' && typeof handlerSupport !== 'function') {
       throw new KubenodeTypeError('runtimeHandlerSupportsUserns must be a boolean or a function');
     }
+    if (options.registry !== undefined) assertRegistry(options.registry, 'registry');
     const base = { podsDir, idsPerPod, maxPods };
     if (!gate) return new UserNsManager(base, null, null, handlerSupport, null);
+    const metrics = options.registry === undefined ? null : usernsMetrics(options.registry);
 
     const pool = await resolvePool(options, idsPerPod, gate);
     if (options.seed !== undefined) assertInteger('seed', options.seed);
@@ -178,7 +194,7 @@ export class UserNsManager {
         ),
       ),
     );
-    return new UserNsManager(base, calls, pool, handlerSupport, outcome);
+    return new UserNsManager(base, calls, pool, handlerSupport, outcome, metrics);
   }
 
   /** The runtime handler check: null when it passed at once, a promise when the lookup is
@@ -232,11 +248,17 @@ export class UserNsManager {
     assertString('runtimeHandler', runtimeHandler);
     const pre = this.#precheck(pod);
     if (pre === null || !('uid' in pre)) return pre;
-    // Placed in call order now, so that a release called after it runs after it; it runs once
-    // the handler check has passed.
-    const gate = this.#handlerGate(runtimeHandler);
-    const o = outcomeOrThrow(await (this.#calls as PodCalls).run(pre.uid, false, gate));
-    return podMappings(o);
+    this.#metrics?.started.inc();
+    try {
+      // Placed in call order now, so that a release called after it runs after it; it runs once
+      // the handler check has passed.
+      const gate = this.#handlerGate(runtimeHandler);
+      const o = outcomeOrThrow(await (this.#calls as PodCalls).run(pre.uid, false, gate));
+      return podMappings(o);
+    } catch (e) {
+      this.#metrics?.errors.inc();
+      throw e;
+    }
   }
 
   /**
@@ -262,14 +284,22 @@ export class UserNsManager {
       }
     }
     if (pending.length === 0) return out;
+    this.#metrics?.started.inc(pending.length);
     try {
       await this.#handlerGate(runtimeHandler);
     } catch (reason) {
       for (const [i] of pending) out[i] = { status: 'rejected', reason };
+      this.#metrics?.errors.inc(pending.length);
       return out;
     }
     const core = this.#core as UsernsCore;
-    const outcomes = await awaitNative(core.getOrCreateMany(pending.map(([, uid]) => uid)));
+    let outcomes: UsernsOutcome[];
+    try {
+      outcomes = await awaitNative(core.getOrCreateMany(pending.map(([, uid]) => uid)));
+    } catch (e) {
+      this.#metrics?.errors.inc(pending.length);
+      throw e;
+    }
     pending.forEach(([i], k) => {
       const o = outcomes[k];
       out[i] = !o
@@ -277,6 +307,7 @@ export class UserNsManager {
         : o.error
           ? { status: 'rejected', reason: fromNative(o.error) }
           : { status: 'fulfilled', value: podMappings(o) };
+      if (out[i]?.status === 'rejected') this.#metrics?.errors.inc();
     });
     return out;
   }

@@ -26,6 +26,7 @@ mod quote;
 mod safe;
 mod string_enum;
 mod validation;
+mod validation_actions;
 
 pub use allowlist::{
     AdmitError, Allowlist, AllowlistEntry, AllowlistError, Verdict, FORBIDDEN_REASON,
@@ -69,3 +70,4 @@ pub use safe::{
     baseline_allowed_sysctls, safe_list, safe_sysctl_allowlist, SafeList, SafeSysctl, SAFE_SYSCTLS,
 };
 pub use validation::{validate_host_sysctl, validate_sysctls, FieldError, FieldErrorType};
+pub use validation_actions::{validation_actions_errors, VALIDATION_ACTIONS};

@@ -7,6 +7,8 @@ import type { ApiServer } from '../../support/apiserver.js';
 export interface Reply {
   status: number;
   body: Record<string, unknown>;
+  /** The response's `Warning` headers (admission warnings), in order. */
+  warnings: string[];
 }
 
 export class Api {
@@ -49,7 +51,12 @@ export class Api {
             } catch {
               parsed = { text };
             }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
+            // From the raw headers: Node joins repeated ones with commas, which warnings contain.
+            const warnings: string[] = [];
+            for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+              if (res.rawHeaders[i]?.toLowerCase() === 'warning') warnings.push(res.rawHeaders[i + 1] ?? '');
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed, warnings });
           });
         },
       );

@@ -24,6 +24,11 @@ import {
   type MessageTemplate,
   templateOf,
 } from './kubelet.js';
+import {
+  DEFAULT_VALIDATION_ACTIONS,
+  type ValidationAction,
+  validationActionsErrors,
+} from './validation-actions.js';
 
 /** Workload kinds whose pod templates can be validated too. */
 export const WORKLOAD_KINDS = [
@@ -69,6 +74,11 @@ export interface RenderAdmissionPolicyOptions extends KubeletAllowlistOptions {
   namespaceSelector?: LabelSelector;
   /** Also check the pod templates of these workload kinds (on create and update). */
   workloadKinds?: readonly WorkloadKind[];
+  /**
+   * The binding's `validationActions` (default `['Deny']`): `Warn` and `Audit` roll a policy out
+   * without refusing anything; `Deny` and `Warn` together are refused, as the API server does.
+   */
+  validationActions?: readonly ValidationAction[];
 }
 
 /** Either node-side policy: names only (`SysctlNamePolicy`) or names with values (`SysctlPolicy`). */
@@ -93,7 +103,8 @@ export const MAX_CEL_EXPRESSION_CODE_POINTS = 100_000;
  * @param policy the policy, or null to render only the kubelet allowlist.
  * @returns `[policy, binding]`.
  * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) for a bad policy or option (name not a DNS
- * subdomain, unknown workload kind, malformed selector) or when there is nothing to render.
+ * subdomain, unknown workload kind, malformed selector, validation actions the API server
+ * refuses) or when there is nothing to render.
  */
 export function renderAdmissionPolicy(
   policy: AnyPolicy | null,
@@ -112,6 +123,9 @@ export function renderAdmissionPolicy(
     throw new KubenodeTypeError(`options.name must be a DNS subdomain name, got ${describe(name)}`);
   }
   const kinds = checkKinds(options.workloadKinds);
+  const actions = options.validationActions ?? DEFAULT_VALIDATION_ACTIONS;
+  const actionErrors = validationActionsErrors(actions, 'options.validationActions');
+  if (actionErrors.length > 0) throw new KubenodeTypeError(actionErrors.join('; '));
   if (options.includeSafeSysctls !== undefined && typeof options.includeSafeSysctls !== 'boolean') {
     throw new KubenodeTypeError(
       `options.includeSafeSysctls must be a boolean, got ${describe(options.includeSafeSysctls)}`,
@@ -193,7 +207,7 @@ export function renderAdmissionPolicy(
     metadata: { name: `${name}-binding`, labels: { 'app.kubernetes.io/managed-by': 'kubenode' } },
     spec: {
       policyName: name,
-      validationActions: ['Deny'],
+      validationActions: [...actions],
       ...(options.namespaceSelector
         ? { matchResources: { namespaceSelector: options.namespaceSelector } }
         : {}),

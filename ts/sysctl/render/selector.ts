@@ -65,3 +65,17 @@ export function parseLabelSelector(s: string): LabelSelector {
     ...(sel.matchExpressions.length > 0 ? { matchExpressions: sel.matchExpressions } : {}),
   };
 }
+
+/** Whether `labels` match a metav1.LabelSelector, as the API server evaluates one. */
+export function selectorMatches(sel: LabelSelector, labels: Readonly<Record<string, string>> = {}): boolean {
+  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of sel.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, e.key);
+    const inValues = has && (e.values ?? []).includes(labels[e.key] as string);
+    if (e.operator === 'In' && !inValues) return false;
+    if (e.operator === 'NotIn' && inValues) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}

@@ -13,7 +13,7 @@ use kubenode_sysctl::{
     baseline_allowed_sysctls, default_pod_sysctls_enabled, default_probe_names, get_namespace_at,
     host_flags, is_valid_sysctl_name, is_valid_sysctl_pattern, normalize_name,
     parse_policy_version, safe_list, sandbox_sysctls, validate_default_pod_sysctls,
-    validate_sysctls, KernelVersion, NsTarget, SAFE_SYSCTLS,
+    validate_sysctls, validation_actions_errors, KernelVersion, NsTarget, SAFE_SYSCTLS,
 };
 // Imported under their JS names, which the generated typings then use.
 use kubenode_sysctl::{
@@ -180,6 +180,12 @@ pub fn sysctl_validate(names: Vec<String>, path: String, flags: u32) -> Vec<Sysc
         flags & HOST_IPC != 0,
         flags & SYSCTL_ALLOW_HOST_NAMESPACED != 0,
     ))
+}
+
+/// The API server's errors for a binding's `validationActions` at `field`; empty when valid.
+#[napi]
+pub fn sysctl_validation_actions_errors(actions: Vec<String>, field: String) -> Vec<String> {
+    validation_actions_errors(&actions, &field)
 }
 
 /// Writes sysctls inside the target's namespaces off the JS thread.
