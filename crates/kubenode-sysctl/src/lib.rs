@@ -5,6 +5,9 @@
 //! Admitting a pod allocates nothing unless it is rejected (the message is built then) or a
 //! slash-separated name exceeds 256 bytes; the name and pattern syntax is checked by
 //! hand-written matchers equivalent to upstream's regexes.
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod allowlist;
 mod annotations;
