@@ -7,14 +7,8 @@ use napi_derive::napi;
 use thiserror::Error;
 
 use crate::allowlist::{AdmitError, Allowlist, Verdict};
+use crate::host_flags::host_flags;
 use crate::interned::{NameTable, UnknownName};
-
-/// Host-flag bits of a batch entry.
-pub const HOST_NETWORK: u8 = 1;
-pub const HOST_IPC: u8 = 2;
-/// The pod has its own user namespace (`hostUsers: false`). Absent means the host's, as an unset
-/// `hostUsers` does, so a caller that does not know fails closed on User sysctls.
-pub const POD_USERNS: u8 = 4;
 
 /// Why a batch could not be read; no pod of it was admitted.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -78,19 +72,9 @@ impl<'a> Iterator for NulSplit<'a> {
     }
 }
 
-/// (hostNetwork, hostIPC, host users) of a flags byte.
-#[inline]
-pub fn host_flags(flags: u8) -> (bool, bool, bool) {
-    (
-        flags & HOST_NETWORK != 0,
-        flags & HOST_IPC != 0,
-        flags & POD_USERNS == 0,
-    )
-}
-
 impl Allowlist {
     /// `Admit` of one pod whose `count` (≥ 1) names are NUL-joined in `joined`, with host
-    /// `flags` ([`HOST_NETWORK`], [`HOST_IPC`], [`POD_USERNS`]); every name is counted, so a
+    /// `flags` (bits read by [`host_flags`]); every name is counted, so a
     /// name containing NUL is reported rather than misread.
     pub fn admit_joined(
         &self,
@@ -117,7 +101,7 @@ impl Allowlist {
     }
 
     /// `Admit` of many pods: pod i has the next `counts[i]` names of the NUL-joined `joined` and
-    /// host flags `flags[i]` ([`HOST_NETWORK`], [`HOST_IPC`], [`POD_USERNS`]). Returns the rejected pods in order.
+    /// host flags `flags[i]` (bits read by [`host_flags`]). Returns the rejected pods in order.
     pub fn admit_batch(
         &self,
         joined: &str,
@@ -193,6 +177,7 @@ impl NameTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host_flags::{HOST_IPC, HOST_NETWORK, POD_USERNS};
 
     fn allow() -> Allowlist {
         Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*", "user.*"]).unwrap()

@@ -15,6 +15,7 @@ mod apply;
 mod baseline;
 mod batch;
 mod default_sysctls;
+mod host_flags;
 mod interned;
 mod k8s_version;
 mod kernel;
@@ -39,13 +40,12 @@ pub use annotations::{
 };
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget, Sysctl, Target};
 pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
-pub use batch::{
-    host_flags, BatchError, Rejection, Rejections, HOST_IPC, HOST_NETWORK, POD_USERNS,
-};
+pub use batch::{BatchError, Rejection, Rejections};
 pub use default_sysctls::{
     default_pod_sysctls_enabled, sandbox_sysctls, validate_default_pod_sysctls,
     DEFAULT_POD_SYSCTLS_GATE,
 };
+pub use host_flags::{host_flags, HOST_IPC, HOST_NETWORK, POD_USERNS};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};
