@@ -4,7 +4,7 @@
 //!
 //! Per-pod calls use the queue's own thread and one threadsafe function for all completions
 //! rather than one libuv task per call: a lone call costs the same two wake-ups either way
-//! (107 vs 117 µs per create+release cycle, medians of 15 runs at load average 12), but calls
+//! (107 vs 117 µs per create+release cycle, medians of 15 runs), but calls
 //! made while a batch runs share the next hand-off instead of queueing one task each.
 
 use std::ffi::c_void;
