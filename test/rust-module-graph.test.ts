@@ -166,7 +166,7 @@ function parseCrate(src: string): CrateGraph {
     const items: Ref[] = [];
     const useItems: (Ref & { alias?: string })[] = [];
     const token =
-      /\bmod\s+(?:r#)?(\w+)\s*([;{])|\buse\s+([^;]*);|(\$?)\b((?:crate|super|self)(?:\s*::\s*[A-Za-z_]\w*)+)|[{}]/g;
+      /\bmod\s+(?:r#)?(\w+)\s*([;{])|\buse\s+([^;]*);|\b((?:crate|super|self)(?:\s*::\s*[A-Za-z_]\w*)+)|[{}]/g;
     for (const m of text.matchAll(token)) {
       const at = m.index ?? 0;
       if (m[1] !== undefined) {
@@ -182,9 +182,9 @@ function parseCrate(src: string): CrateGraph {
       } else if (m[3] !== undefined) {
         for (const u of useTree(m[3]))
           useItems.push({ from: here(), path: u.path, line: lineAt(at), alias: u.alias });
-      } else if (m[5] !== undefined) {
-        const path = m[5].split('::').map((s) => s.trim());
-        items.push({ from: here(), path: m[4] ? ['crate', ...path.slice(1)] : path, line: lineAt(at) });
+      } else if (m[4] !== undefined) {
+        // `$crate::` in a macro counts as written where the macro is.
+        items.push({ from: here(), path: m[4].split('::').map((x) => x.trim()), line: lineAt(at) });
       } else if (m[0] === '{') depth++;
       else if (m[0] === '}') {
         depth--;
