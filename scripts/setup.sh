@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything kubenode needs on a fresh Debian machine with Node (24 LTS; 20 and 22 also work), Rust and Go:
 # system packages, npm dependencies, and the native build (prebuilds/ + dist/).
+# With --prebuilt, prebuilds/ and ts/binding.d.ts are already there (built elsewhere): only the
+# TypeScript is compiled, and no Rust toolchain is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,4 +23,8 @@ fi
 # The committed lockfile records every platform's optional packages (scripts/lock-platforms.mjs
 # completes it after `npm install`), so `npm ci` installs exactly it on each platform.
 npm ci --no-audit --no-fund --prefer-offline
-npm run build
+if [ "${1:-}" = --prebuilt ]; then
+  npm run build:ts
+else
+  npm run build
+fi

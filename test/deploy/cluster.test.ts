@@ -201,7 +201,7 @@ describe('deploy/', () => {
     ).rejects.toMatchObject({ code: 404 });
     await applyAll();
 
-    // What the issue asks of the workloads, as the API server stored them.
+    // The workloads' security posture and probes, as the API server stored them.
     const ds = (await client.read({
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',

@@ -4,6 +4,9 @@
 //! Upstream keeps the bits in a `big.Int` and scans linearly for a free slot. This crate keeps
 //! them in a hierarchical bitset (`levels`), so finding the next free slot from any start costs
 //! O(log64 n) word operations, and memory stays at about n/8 bytes.
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod allocation;
 mod batch;

@@ -1,6 +1,9 @@
 //! ServiceCIDR helpers with the semantics of upstream Kubernetes `pkg/api/servicecidr` and
 //! `net/netip`, plus [`CidrIndex`]: a binary trie per IP family so that "which ServiceCIDRs
 //! contain this address" costs O(prefix bits) instead of a scan of every ServiceCIDR.
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod addr;
 mod delete;

@@ -25,7 +25,7 @@ pub struct CostModel {
 /// DNATed UDP entries (`tests/probe.rs`, `dump_against_walk`, release build, medians of 5,
 /// four runs at load 4.6–6.6): a walk matching nothing 64 / 79 / 86 / 80 ms, a UDP dump of
 /// every entry through `Conntrack::dump` 498 / 551 / 559 / 567 ms, so 6.8 / 6.0 / 5.5 / 6.1
-/// walks. The 1 M figures from a quieter machine (walk 0.39–0.41 s, walk + fill
+/// walks. Figures for a 1 M table on a quieter machine (walk 0.39–0.41 s, walk + fill
 /// 1.31–1.43 s) give about 2.4: the user-space part of a fill suffers most from load. The
 /// first per-pair dump replaces the estimate with a measure either way.
 pub const FILL_PER_ENTRY_IN_WALKS: f64 = 6.0;
@@ -97,7 +97,7 @@ mod tests {
     fn chooses_by_measured_costs_not_by_a_threshold() {
         let mut m = CostModel::default();
         assert_eq!(m.estimate(1, 1000), None, "nothing measured yet");
-        // The 1 M table: a walk 0.4 s, a full pass 1.4 s.
+        // A 1 M table: a walk 0.4 s, a full pass 1.4 s.
         m.record_walk(0.4, 1_000_000);
         m.record_full(1.4, 1_000_000);
         let one = m.estimate(1, 1_000_000).unwrap();

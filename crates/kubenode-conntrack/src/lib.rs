@@ -5,6 +5,10 @@
 //! buffer without per-entry allocation, and retried on `NLM_F_DUMP_INTR` as upstream does;
 //! deletes go by exact tuple, zone and `CTA_ID`, thousands per `sendmsg`.
 
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 mod attr;
 mod cleaner;
 mod conntrack;

@@ -289,6 +289,8 @@ fn drop_net_admin() {
         pid: 0,
     };
     let mut d = [Data::default(); 2];
+    // SAFETY: capget/capset with a version-3 header read and write exactly two `Data` structs,
+    // which `d` holds; both pointers outlive the calls.
     unsafe {
         assert_eq!(
             libc::syscall(libc::SYS_capget, &mut h as *mut Hdr, d.as_mut_ptr()),

@@ -7,6 +7,9 @@
 //! 2. `O_RDONLY | O_NONBLOCK | O_CLOEXEC` open (`setns` needs a real descriptor), then
 //!    `fstatfs` again on what was actually opened (the path may have been swapped meanwhile)
 //!    and `NS_GET_NSTYPE` to check the kind.
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 use std::ffi::CString;
 use std::fmt;

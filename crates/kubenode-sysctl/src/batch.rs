@@ -9,13 +9,6 @@ use thiserror::Error;
 use crate::allowlist::AdmitError;
 use crate::interned::{NameTable, UnknownName};
 
-/// Host-flag bits of a batch entry.
-pub const HOST_NETWORK: u8 = 1;
-pub const HOST_IPC: u8 = 2;
-/// The pod has its own user namespace (`hostUsers: false`). Absent means the host's, as an unset
-/// `hostUsers` does, so a caller that does not know fails closed on User sysctls.
-pub const POD_USERNS: u8 = 4;
-
 /// Why a batch could not be read; no pod of it was admitted.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum BatchError {
@@ -50,16 +43,6 @@ impl From<Vec<Rejection>> for Rejections {
         let (indexes, messages) = v.into_iter().map(|r| (r.index, r.error.message())).unzip();
         Rejections { indexes, messages }
     }
-}
-
-/// (hostNetwork, hostIPC, host users) of a flags byte.
-#[inline]
-pub fn host_flags(flags: u8) -> (bool, bool, bool) {
-    (
-        flags & HOST_NETWORK != 0,
-        flags & HOST_IPC != 0,
-        flags & POD_USERNS == 0,
-    )
 }
 
 impl NameTable {
@@ -97,6 +80,7 @@ impl NameTable {
 mod tests {
     use super::*;
     use crate::allowlist::Allowlist;
+    use crate::host_flags::{host_flags, HOST_IPC, HOST_NETWORK, POD_USERNS};
 
     fn allow() -> Allowlist {
         Allowlist::new(&["kernel.sem", "net.*", "kernel.msg*", "user.*"]).unwrap()

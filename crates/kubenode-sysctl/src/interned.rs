@@ -6,7 +6,7 @@
 use thiserror::Error;
 
 use crate::allowlist::{AdmitError, Allowlist, Verdict};
-use crate::batch::host_flags;
+use crate::host_flags::host_flags;
 use crate::namespace::Namespace;
 
 /// An index that was never returned by [`NameTable::intern`] (or was dropped by `clear`).
@@ -140,7 +140,10 @@ mod tests {
         assert_eq!(t.first_rejection([ids[0], 99], 4), Err(UnknownName(99)));
         let user = [ids[0], ids[8]];
         assert_eq!(t.first_rejection(user, 0), Ok(Some((1, Verdict::HostUser))));
-        assert_eq!(t.first_rejection(user, crate::batch::POD_USERNS), Ok(None));
+        assert_eq!(
+            t.first_rejection(user, crate::host_flags::POD_USERNS),
+            Ok(None)
+        );
         assert_eq!(t.name(ids[1]), Some("kernel/sem"));
         assert_eq!(t.admit(&[99], 0), Err(UnknownName(99)));
         t.clear();

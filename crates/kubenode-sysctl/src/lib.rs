@@ -5,6 +5,9 @@
 //! Admitting a pod allocates nothing unless it is rejected (the message is built then) or a
 //! slash-separated name exceeds 256 bytes; the name and pattern syntax is checked by
 //! hand-written matchers equivalent to upstream's regexes.
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod allowlist;
 mod annotations;
@@ -12,6 +15,7 @@ mod apply;
 mod baseline;
 mod batch;
 mod default_sysctls;
+mod host_flags;
 mod interned;
 mod k8s_version;
 mod kernel;
@@ -37,13 +41,12 @@ pub use annotations::{
 };
 pub use apply::{apply_sysctls, proc_path, Applied, ApplyError, NsTarget, Sysctl, Target};
 pub use baseline::{check_baseline, BASELINE_FORBIDDEN_REASON};
-pub use batch::{
-    host_flags, BatchError, Rejection, Rejections, HOST_IPC, HOST_NETWORK, POD_USERNS,
-};
+pub use batch::{BatchError, Rejection, Rejections};
 pub use default_sysctls::{
     default_pod_sysctls_enabled, sandbox_sysctls, validate_default_pod_sysctls,
     DEFAULT_POD_SYSCTLS_GATE,
 };
+pub use host_flags::{host_flags, HOST_IPC, HOST_NETWORK, POD_USERNS};
 pub use interned::{NameTable, UnknownName};
 pub use k8s_version::{parse_policy_version, KubernetesVersion, KubernetesVersionError};
 pub use kernel::{read_kernel_version, KernelVersion, VersionError};

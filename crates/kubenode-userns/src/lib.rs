@@ -2,6 +2,9 @@
 //! bitmap: per-pod ID ranges, the kubelet's `<pods>/<uid>/userns` file written atomically and
 //! durably, restore on start, release, orphan cleanup, plus a kernel check of a mapping and a
 //! pre-flight check of a pool against the pods on disk.
+// Input reaches every library path, and a panic would cross napi: errors are returned, never
+// unwrapped. Tests may unwrap (clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod call_queue;
 pub mod config;

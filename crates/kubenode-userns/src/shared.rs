@@ -535,10 +535,9 @@ mod tests {
         // A task that panics holding the manager lock, and a reader that panics holding the
         // mirror lock.
         let s2 = s.clone();
-        let panicked = thread::spawn(move || {
-            s2.with_open(Touched::All, |_| -> () { panic!("task panicked") })
-        })
-        .join();
+        let panicked =
+            thread::spawn(move || s2.with_open::<()>(Touched::All, |_| panic!("task panicked")))
+                .join();
         assert!(panicked.is_err());
         assert!(s.manager.is_poisoned());
         let s2 = s.clone();

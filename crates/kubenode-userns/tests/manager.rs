@@ -430,7 +430,7 @@ fn pools_past_2_pow_32_are_refused_not_wrapped() {
         e.to_string(),
         "kubelet user assigned IDs from 327680 with length 4294836224 go past the largest ID 4294967295"
     );
-    // The example of the issue: the second slot would be host ID 0.
+    // The first slot ends at the largest ID, so the second would wrap to host ID 0.
     let t = tempfile::tempdir().unwrap();
     let e = open(t.path(), cfg(u32::MAX - L + 1, L * 110, 110)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Config);

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Progress, Session};
 use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Task};
 use napi_derive::napi;
 
-use super::tasks::{Batch, Clean, Job, List, OpenTask, Queued, StatsTask};
+use super::tasks::{Batch, Clean, Job, List, Queued, StatsTask};
 use super::types::*;
+use crate::errors::Outcome;
 
 #[napi(js_name = "Conntrack")]
 pub struct JsConntrack {
@@ -133,5 +135,26 @@ impl JsConntrack {
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.inner.is_closed()
+    }
+}
+
+/// `open`: the handle is made off the JS thread (opening a namespace touches the filesystem).
+pub struct OpenTask {
+    pub(super) netns: Option<String>,
+}
+
+impl Task for OpenTask {
+    type Output = kubenode_conntrack::Result<Conntrack>;
+    type JsValue = Outcome<JsConntrack>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        Ok(match self.netns.as_deref() {
+            Some(p) => Conntrack::open_in_netns(p),
+            None => Conntrack::open(),
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(output.map(JsConntrack::new).into())
     }
 }

@@ -6,14 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubenode_conntrack::{
-    check_flows, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport, Conntrack,
+    check_flows, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport,
     ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress, Session, TableStats,
 };
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{Env, Task};
 
 use super::convert::{each, endpoints_in, filter_in, flow_in, flow_out, service_in, to_js};
-use super::handle::JsConntrack;
 use super::types::*;
 use crate::convert::k8s_version;
 use crate::errors::{Outcome, Result};
@@ -51,26 +50,6 @@ impl<J: Job> Task for Queued<J> {
             Ok(r) => Outcome::new(Some(J::value(r)), None),
             Err(e) => Outcome::new(None, Some(e)),
         })
-    }
-}
-
-pub struct OpenTask {
-    pub(super) netns: Option<String>,
-}
-
-impl Task for OpenTask {
-    type Output = CoreResult<Conntrack>;
-    type JsValue = Outcome<JsConntrack>;
-
-    fn compute(&mut self) -> napi::Result<Self::Output> {
-        Ok(match self.netns.as_deref() {
-            Some(p) => Conntrack::open_in_netns(p),
-            None => Conntrack::open(),
-        })
-    }
-
-    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(output.map(JsConntrack::new).into())
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Per-pod calls use the queue's own thread and one threadsafe function for all completions
 //! rather than one libuv task per call: a lone call costs the same two wake-ups either way
-//! (107 vs 117 µs per create+release cycle, medians of 15 runs at load average 12), but calls
+//! (107 vs 117 µs per create+release cycle, medians of 15 runs), but calls
 //! made while a batch runs share the next hand-off instead of queueing one task each.
 
 use std::ffi::c_void;
@@ -67,6 +67,9 @@ impl UsernsCore {
                 if seen.fetch_sub(n, Ordering::Relaxed) == n {
                     // Nothing pending any more: an idle manager does not hold the process.
                     let raw = own_raw.load(Ordering::Relaxed).cast();
+                    // SAFETY: the callback runs on the JS thread with its live env; `raw` was
+                    // stored before `build` returned, so before any call could be delivered, and
+                    // the function it names is the one running this callback, so still alive.
                     unsafe { sys::napi_unref_threadsafe_function(ctx.env.raw(), raw) };
                 }
                 Ok(ctx.value)
@@ -110,10 +113,13 @@ impl UsernsCore {
         }
         let raw = self.deliver.raw();
         if self.pending.fetch_add(n, Ordering::Relaxed) == 0 {
+            // SAFETY: called on the JS thread with its env; `self.deliver` keeps the threadsafe
+            // function that `raw` names alive.
             unsafe { sys::napi_ref_threadsafe_function(env.raw(), raw) };
         }
         if let Err(e) = self.calls.submit(calls) {
             if self.pending.fetch_sub(n, Ordering::Relaxed) == n {
+                // SAFETY: as above; this undoes the ref taken for these calls.
                 unsafe { sys::napi_unref_threadsafe_function(env.raw(), raw) };
             }
             return Err(err(
