@@ -8,6 +8,7 @@
 mod allocation;
 mod batch;
 mod error;
+mod js_number;
 mod levels;
 mod options;
 mod rng;
@@ -16,6 +17,7 @@ mod strategy;
 
 pub use allocation::{AllocationBitmap, MAX_SLOTS};
 pub use error::BitmapError;
+pub use js_number::JsNumber;
 pub use levels::LevelBitset;
 pub use options::{seed, BitmapOptions, MAX_SEED};
 pub use rng::SplitMix64;
