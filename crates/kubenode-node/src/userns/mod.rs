@@ -54,8 +54,14 @@ pub fn userns_default_pool(env: Env, ids_per_pod: f64) -> napi::Result<Vec<u32>>
 }
 
 #[napi]
-pub fn userns_encode_file(host_id: u32, length: u32) -> String {
-    kubenode_userns::json::encode(&UserNamespace::single(host_id, length))
+pub fn userns_encode_file(env: Env, host_id: f64, length: f64) -> napi::Result<String> {
+    throwing(&env, || {
+        let host_id = numbers::uint32("hostId", host_id, 0)?;
+        let length = numbers::uint32("length", length, 0)?;
+        Ok(kubenode_userns::json::encode(&UserNamespace::single(
+            host_id, length,
+        )))
+    })
 }
 
 /// Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text.
@@ -87,10 +93,17 @@ pub fn userns_check_pool(config: UsernsConfig) -> AsyncTask<CoreTask<Outcome<Use
 /// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
 #[napi(ts_return_type = "Promise<Outcome<UsernsVerifyReport>>")]
 pub fn userns_verify_mapping(
-    host_id: u32,
-    length: u32,
-) -> AsyncTask<CoreTask<Outcome<VerifyReport>>> {
-    CoreTask::run(move || kubenode_userns::verify_mapping(host_id, length).into())
+    env: Env,
+    host_id: f64,
+    length: f64,
+) -> napi::Result<AsyncTask<CoreTask<Outcome<VerifyReport>>>> {
+    throwing(&env, || {
+        let host_id = numbers::uint32("hostId", host_id, 0)?;
+        let length = numbers::uint32("length", length, 0)?;
+        Ok(CoreTask::run(move || {
+            kubenode_userns::verify_mapping(host_id, length).into()
+        }))
+    })
 }
 
 /// Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping.

@@ -1,0 +1,61 @@
+// Numbers the binding takes for 32-bit parameters are checked by the core, not truncated: napi
+// would turn 2**32 + 5 into 5 and 1.5 into 1 without a word.
+import { describe, expect, it } from 'vitest';
+import { callNative, KubenodeRangeError, KubenodeTypeError } from '../ts/errors.js';
+import { sysctl, userns } from '../ts/index.js';
+import { native } from '../ts/native.js';
+
+const threw = (fn: () => unknown): unknown => {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+};
+
+describe('32-bit numbers at the binding', () => {
+  it.each([
+    [2 ** 32 + 5, 1, KubenodeRangeError, 'hostId must be in [0, 4294967295], got 4294967301'],
+    [1.5, 1, KubenodeTypeError, 'hostId must be an integer, got 1.5'],
+    [-1, 1, KubenodeRangeError, 'hostId must be in [0, 4294967295], got -1'],
+    [0, 1e21, KubenodeRangeError, 'length must be in [0, 4294967295], got 1e+21'],
+    [0, Number.POSITIVE_INFINITY, KubenodeTypeError, 'length must be an integer, got Infinity'],
+    [0, Number.NaN, KubenodeTypeError, 'length must be an integer, got NaN'],
+  ])('usernsEncodeFile(%s, %s) is refused', (hostId, length, cls, message) => {
+    const e = threw(() => callNative(() => native.usernsEncodeFile(hostId, length)));
+    expect(e).toBeInstanceOf(cls);
+    expect((e as Error).message).toBe(message);
+    // The façade says the same.
+    expect(() => userns.encodeFile(hostId, length)).toThrow(message);
+  });
+
+  it('usernsEncodeFile keeps the full 32-bit range', () => {
+    expect(native.usernsEncodeFile(2 ** 32 - 65536, 65536)).toContain('"hostId":4294901760');
+  });
+
+  it('usernsVerifyMapping refuses a truncated host ID before starting anything', async () => {
+    const e = threw(() => callNative(() => native.usernsVerifyMapping(2 ** 32 + 65536, 65536)));
+    expect(e).toBeInstanceOf(KubenodeRangeError);
+    expect((e as Error).message).toBe('hostId must be in [0, 4294967295], got 4295032832');
+    await expect(userns.verifyRange(65536, 0.5)).rejects.toThrow('length must be an integer, got 0.5');
+  });
+
+  it.each([
+    [1.5, KubenodeTypeError, 'pid must be an integer, got 1.5'],
+    [0, KubenodeRangeError, 'pid must be in [1, 4294967295], got 0'],
+    [2 ** 32 + 1, KubenodeRangeError, 'pid must be in [1, 4294967295], got 4294967297'],
+    [-0, KubenodeRangeError, 'pid must be in [1, 4294967295], got 0'],
+  ])('sysctlApply refuses pid %s', async (pid, cls, message) => {
+    const e = threw(() => callNative(() => native.sysctlApply({ pid }, [])));
+    expect(e).toBeInstanceOf(cls);
+    expect((e as Error).message).toBe(message);
+    await expect(sysctl.applySysctls({ pid }, [])).rejects.toThrow(message);
+  });
+
+  it('a non-number is refused by the façade in the same words', () => {
+    expect(() => userns.encodeFile('7' as unknown as number, 1)).toThrow(
+      'hostId must be an integer, got "7"',
+    );
+  });
+});
