@@ -1,6 +1,7 @@
 // Numbers the binding takes for 32-bit parameters are checked by the core, not truncated: napi
 // would turn 2**32 + 5 into 5 and 1.5 into 1 without a word.
 import { describe, expect, it } from 'vitest';
+import { AllocationBitmap } from '../ts/bitmap.js';
 import { callNative, KubenodeRangeError, KubenodeTypeError } from '../ts/errors.js';
 import { sysctl, userns } from '../ts/index.js';
 import { native } from '../ts/native.js';
@@ -56,6 +57,29 @@ describe('32-bit numbers at the binding', () => {
   it('a non-number is refused by the façade in the same words', () => {
     expect(() => userns.encodeFile('7' as unknown as number, 1)).toThrow(
       'hostId must be an integer, got "7"',
+    );
+  });
+
+  it.each([
+    [{ seed: 1e21 }, KubenodeRangeError, 'seed must be in [0, 9007199254740991], got 1e+21'],
+    [{ offset: Number.NEGATIVE_INFINITY }, KubenodeTypeError, 'offset must be an integer, got -Infinity'],
+    [{ offset: 1e-7 }, KubenodeTypeError, 'offset must be an integer, got 1e-7'],
+  ])('the bitmap core prints %o as JS would', (options, cls, message) => {
+    const e = threw(() => callNative(() => new native.AllocationBitmap(8, 'r', options)));
+    expect(e).toBeInstanceOf(cls);
+    expect((e as Error).message).toBe(message);
+    expect(() => new AllocationBitmap(8, 'r', options)).toThrow(message);
+  });
+
+  it('allocate refuses a fraction in the core, as release and has do', () => {
+    const b = new native.AllocationBitmap(8, 'r', {});
+    for (const call of [() => b.allocate(1.5), () => b.release(1.5), () => b.has(1.5)]) {
+      const e = threw(() => callNative(call));
+      expect(e).toBeInstanceOf(KubenodeTypeError);
+      expect((e as Error).message).toBe('offset must be an integer, got 1.5');
+    }
+    expect(() => new AllocationBitmap(8, 'r').allocate(Number.NaN)).toThrow(
+      'offset must be an integer, got NaN',
     );
   });
 });

@@ -54,7 +54,13 @@ pub fn uint32(what: &str, v: f64, min: u32) -> Result<u32> {
 
 /// Any integer (sign kept), for upstream calls whose error text includes a negative value.
 pub fn integer(what: &str, v: f64) -> Result<i64> {
-    if !v.is_finite() || v.fract() != 0.0 || v.abs() > 9_007_199_254_740_991.0 {
+    if !v.is_finite() || v.fract() != 0.0 {
+        return Err(err(
+            ErrorCode::InvalidArg,
+            format!("{what} must be an integer, got {}", JsNumber(v)),
+        ));
+    }
+    if v.abs() > 9_007_199_254_740_991.0 {
         return Err(err(
             ErrorCode::InvalidArg,
             format!("{what} must be a safe integer, got {}", JsNumber(v)),
