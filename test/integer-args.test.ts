@@ -82,4 +82,38 @@ describe('32-bit numbers at the binding', () => {
       'offset must be an integer, got NaN',
     );
   });
+
+  it.each([
+    [
+      { idsPerPod: 65536 + 2 ** 32, firstId: 65536, length: 65536, maxPods: 1 },
+      KubenodeRangeError,
+      'idsPerPod must be in [0, 4294967295], got 4295032832',
+    ],
+    [
+      { idsPerPod: 65536, firstId: 0.5, length: 65536, maxPods: 1 },
+      KubenodeTypeError,
+      'firstId must be an integer, got 0.5',
+    ],
+    [
+      { idsPerPod: 65536, firstId: 65536, length: -65536, maxPods: 1 },
+      KubenodeRangeError,
+      'length must be in [0, 4294967295], got -65536',
+    ],
+    [
+      { idsPerPod: 65536, firstId: 65536, length: 65536, maxPods: 1e300 },
+      KubenodeRangeError,
+      'maxPods must be in [0, 4294967295], got 1e+300',
+    ],
+  ])('usernsLayout refuses %o', (config, cls, message) => {
+    const e = threw(() => callNative(() => native.usernsLayout(config)));
+    expect(e).toBeInstanceOf(cls);
+    expect((e as Error).message).toBe(message);
+    expect(() => userns.layout(config.idsPerPod, config.firstId, config.length, config.maxPods)).toThrow(
+      message,
+    );
+  });
+
+  it('usernsLayout lays out a valid pool', () => {
+    expect(userns.layout(65536, 65536, 65536 * 4, 3)).toMatchObject({ idsPerPod: 65536, off: 1, slots: 4 });
+  });
 });

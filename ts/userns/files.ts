@@ -1,13 +1,6 @@
 // Read-only views of a pods directory and the kubelet's `userns` file format.
 import type { UsernsLayout as Layout } from '../binding.js';
-import {
-  assertInteger,
-  assertNumber,
-  assertString,
-  awaitNative,
-  callNative,
-  outcomeValue,
-} from '../errors.js';
+import { assertNumber, assertString, awaitNative, callNative, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 
 // The pool cut into slots: the binding's shape, documented where the binding declares it.
@@ -64,7 +57,7 @@ export function layout(idsPerPod: number, firstId: number, length: number, maxPo
     ['length', length],
     ['maxPods', maxPods],
   ] as const) {
-    assertInteger(n, v, 0, 0xffffffff);
+    assertNumber(n, v);
   }
   return callNative(() => native.usernsLayout({ idsPerPod, firstId, length, maxPods }));
 }

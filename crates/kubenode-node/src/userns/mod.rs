@@ -10,8 +10,8 @@ mod types;
 use std::path::Path;
 
 use kubenode_userns::{
-    Config as UsernsPoolConfig, Layout as UsernsLayout, PodsConfig as UsernsConfig,
-    PoolCheck as UsernsPoolCheck, UserNamespace, VerifyReport,
+    Layout as UsernsLayout, PodsConfig as UsernsConfig, PoolCheck as UsernsPoolCheck,
+    UserNamespace, VerifyReport,
 };
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
@@ -20,13 +20,16 @@ use napi_derive::napi;
 use crate::convert as numbers;
 use crate::errors::{err, throwing, ErrorCode, Outcome};
 use tasks::CoreTask;
-use types::UsernsListedPod;
+use types::{UsernsListedPod, UsernsPoolConfig};
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
 pub fn userns_layout(env: Env, config: UsernsPoolConfig) -> napi::Result<UsernsLayout> {
     throwing(&env, || {
-        config.layout().map_err(|e| err(ErrorCode::InvalidArg, e))
+        config
+            .checked()?
+            .layout()
+            .map_err(|e| err(ErrorCode::InvalidArg, e))
     })
 }
 
