@@ -1,5 +1,5 @@
 // The constructor's options are checked by the core (kubenode_bitmap::BitmapOptions); called on
-// the binding directly (the façade checks first), they still fail with the typed errors.
+// the binding directly or through the façade (which checks only JS shapes), they fail with the typed errors.
 import { describe, expect, it } from 'vitest';
 import { fromNative, KubenodeRangeError, KubenodeTypeError } from '../ts/errors.js';
 import { native } from '../ts/native.js';

@@ -4,7 +4,7 @@
 // are staged (./bitmap-stage.ts): zero-argument native calls, falling back to the class methods.
 import type { BitmapSnapshot, AllocationBitmap as NativeBitmap } from './binding.js';
 import * as staged from './bitmap-stage.js';
-import { assertInteger, assertString, callNative, KubenodeTypeError } from './errors.js';
+import { assertInteger, assertNumber, assertString, callNative, KubenodeTypeError } from './errors.js';
 import { native } from './native.js';
 import { uint32ArrayLength } from './typed-array.js';
 
@@ -51,13 +51,14 @@ export class AllocationBitmap {
   readonly #slot: number;
 
   constructor(max: number, rangeSpec: string, options: AllocationBitmapOptions = {}) {
-    assertInteger('max', max, 0, MAX_SLOTS);
+    assertNumber('max', max);
     assertString('rangeSpec', rangeSpec);
     const { strategy, offset, seed } = options;
     // The names, the default and the message for an unknown one are the native side's.
     if (strategy !== undefined) assertString('strategy', strategy);
-    if (offset !== undefined) assertInteger('offset', offset, 0, MAX_SLOTS);
-    if (seed !== undefined) assertInteger('seed', seed);
+    // Only the JS shapes here: whole numbers in range is the core's rule, in its words.
+    if (offset !== undefined) assertNumber('offset', offset);
+    if (seed !== undefined) assertNumber('seed', seed);
     this.#n = callNative(() => new native.AllocationBitmap(max, rangeSpec, { strategy, offset, seed }));
     this.#slot = this.#n.slot;
     staged.loadStage();
@@ -75,7 +76,7 @@ export class AllocationBitmap {
 
   /** Reserves slot `i`: true when newly taken, false when already taken. Throws outside [0, max). */
   allocate(i: number): boolean {
-    if (!Number.isInteger(i)) assertInteger('offset', i, Number.MIN_SAFE_INTEGER);
+    assertNumber('offset', i);
     return callNative(() => this.#n.allocate(i));
   }
 
@@ -126,7 +127,7 @@ export class AllocationBitmap {
 
   /** Frees slot `i`; releasing a free or out-of-range slot is a no-op, as upstream. */
   release(i: number): void {
-    assertInteger('offset', i);
+    assertNumber('offset', i);
     if (!staged.release(this.#slot, i)) callNative(() => this.#n.release(i));
   }
 
@@ -145,13 +146,13 @@ export class AllocationBitmap {
     // Each element read once (a getter may answer differently each time), checked, then released.
     const n = slots.length;
     const copy = new Float64Array(n);
-    for (let k = 0; k < n; k++) copy[k] = assertInteger('offset', slots[k]);
+    for (let k = 0; k < n; k++) copy[k] = assertNumber('offset', slots[k]);
     return callNative(() => this.#n.releaseManyNumbers(copy));
   }
 
   /** True when slot `i` is taken; false for a free or out-of-range slot. */
   has(i: number): boolean {
-    assertInteger('offset', i);
+    assertNumber('offset', i);
     return callNative(() => this.#n.has(i));
   }
 

@@ -180,6 +180,17 @@ export function assertInteger(what: string, v: unknown, min = 0, max = Number.MA
   return v;
 }
 
+/**
+ * The JS shape of a number the core checks: only `typeof`. Whether it is whole and in range is
+ * the core's rule (and message); a non-number is refused here in the same words.
+ */
+export function assertNumber(what: string, v: unknown): number {
+  if (typeof v !== 'number') {
+    throw new KubenodeTypeError(`${what} must be an integer, got ${describe(v)}`);
+  }
+  return v;
+}
+
 export function assertString(what: string, v: unknown): string {
   if (typeof v !== 'string') {
     throw new KubenodeTypeError(`${what} must be a string, got ${describe(v)}`);

@@ -2,7 +2,7 @@
 // on this kernel. Both run on dedicated native threads off the JS thread.
 import type { SysctlProbeStatus } from '../binding.js';
 import {
-  assertInteger,
+  assertNumber,
   assertString,
   awaitNative,
   describe,
@@ -70,7 +70,7 @@ export async function applySysctls(
   // Only the JS shape is checked here; which combinations make a target is the core's rule.
   const given = target as { pid?: unknown; netnsPath?: unknown; ipcnsPath?: unknown; utsnsPath?: unknown };
   const t: { pid?: number; netnsPath?: string; ipcnsPath?: string; utsnsPath?: string } = {};
-  if (given.pid !== undefined) t.pid = assertInteger('pid', given.pid, 1, 2 ** 32 - 1);
+  if (given.pid !== undefined) t.pid = assertNumber('pid', given.pid);
   for (const k of ['netnsPath', 'ipcnsPath', 'utsnsPath'] as const) {
     if (given[k] !== undefined) t[k] = assertString(k, given[k]);
   }

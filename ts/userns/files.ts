@@ -1,6 +1,6 @@
 // Read-only views of a pods directory and the kubelet's `userns` file format.
 import type { UsernsLayout as Layout } from '../binding.js';
-import { assertInteger, assertString, awaitNative, callNative, outcomeValue } from '../errors.js';
+import { assertNumber, assertString, awaitNative, callNative, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 
 // The pool cut into slots: the binding's shape, documented where the binding declares it.
@@ -32,9 +32,9 @@ export async function listPods(podsDir: string): Promise<ListedPod[]> {
 
 /** The exact bytes the kubelet writes for a range (Go `json.Marshal`). */
 export function encodeFile(hostId: number, length: number): string {
-  assertInteger('hostId', hostId, 0, 0xffffffff);
-  assertInteger('length', length, 0, 0xffffffff);
-  return native.usernsEncodeFile(hostId, length);
+  assertNumber('hostId', hostId);
+  assertNumber('length', length);
+  return callNative(() => native.usernsEncodeFile(hostId, length));
 }
 
 /** Upstream's decode and checks on a file's content; throws upstream's text. */
@@ -57,7 +57,7 @@ export function layout(idsPerPod: number, firstId: number, length: number, maxPo
     ['length', length],
     ['maxPods', maxPods],
   ] as const) {
-    assertInteger(n, v, 0, 0xffffffff);
+    assertNumber(n, v);
   }
   return callNative(() => native.usernsLayout({ idsPerPod, firstId, length, maxPods }));
 }

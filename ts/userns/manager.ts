@@ -11,7 +11,7 @@ import type {
   UsernsOutcome,
 } from '../binding.js';
 import {
-  assertInteger,
+  assertNumber,
   assertString,
   awaitNative,
   callNative,
@@ -181,7 +181,8 @@ export class UserNsManager {
     const metrics = options.registry === undefined ? null : usernsMetrics(options.registry);
 
     const pool = await resolvePool(options, idsPerPod, gate);
-    if (options.seed !== undefined) assertInteger('seed', options.seed);
+    // Whole and in range is the core's rule (kubenode_bitmap::seed), checked before it locks.
+    if (options.seed !== undefined) assertNumber('seed', options.seed);
     const calls = callNative(() => new PodCalls());
     const core = calls.core;
     const outcome = outcomeOrThrow(

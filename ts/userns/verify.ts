@@ -1,7 +1,7 @@
 // Kernel proof of a mapping: a process in a new user namespace with the pod's range, uid 0
 // inside checked against the host view.
 import type { UsernsVerifyReport } from '../binding.js';
-import { assertInteger, assertString, awaitNative, outcomeValue } from '../errors.js';
+import { assertNumber, assertString, awaitNative, callNative, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 
 /** What `verifyMapping`/`verifyRange` saw: the mapping the kernel reports for the new user namespace. */
@@ -17,8 +17,8 @@ export async function verifyMapping(podsDir: string, podUid: string): Promise<Ve
 
 /** Verifies a raw range `0 → hostId` of `length` IDs. Needs root. */
 export async function verifyRange(hostId: number, length: number): Promise<VerifyReport> {
-  assertInteger('hostId', hostId, 0, 0xffffffff);
-  assertInteger('length', length, 0, 0xffffffff);
-  const o = await awaitNative(native.usernsVerifyMapping(hostId, length));
+  assertNumber('hostId', hostId);
+  assertNumber('length', length);
+  const o = await awaitNative(callNative(() => native.usernsVerifyMapping(hostId, length)));
   return outcomeValue(o);
 }

@@ -1,5 +1,7 @@
 use thiserror::Error;
 
+use crate::JsNumber;
+
 /// Errors returned by [`crate::AllocationBitmap`]. The texts of `OutOfRange` and `RangeMismatch`
 /// are upstream's, so callers can match them.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -23,10 +25,10 @@ pub enum BitmapError {
     #[error("cannot allocate {bytes} bytes for a bitmap of {max} slots")]
     AllocationFailed { max: u64, bytes: usize },
     /// An option given as a number (a double, as JavaScript has them) that is not whole.
-    #[error("{what} must be an integer, got {value}")]
+    #[error("{what} must be an integer, got {}", JsNumber(*.value))]
     NotInteger { what: &'static str, value: f64 },
     /// An option given as a number outside `[0, limit]`.
-    #[error("{what} must be in [0, {limit}], got {value}")]
+    #[error("{what} must be in [0, {limit}], got {}", JsNumber(*.value))]
     NumberOutOfRange {
         what: &'static str,
         value: f64,

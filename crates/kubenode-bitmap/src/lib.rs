@@ -11,6 +11,7 @@
 mod allocation;
 mod batch;
 mod error;
+mod js_number;
 mod levels;
 mod options;
 mod rng;
@@ -19,6 +20,7 @@ mod strategy;
 
 pub use allocation::{AllocationBitmap, MAX_SLOTS};
 pub use error::BitmapError;
+pub use js_number::JsNumber;
 pub use levels::LevelBitset;
 pub use options::{seed, BitmapOptions, MAX_SEED};
 pub use rng::SplitMix64;

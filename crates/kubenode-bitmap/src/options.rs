@@ -138,6 +138,21 @@ mod tests {
     }
 
     #[test]
+    fn numbers_in_messages_read_as_javascript_prints_them() {
+        let e = opts(None, Some(f64::INFINITY), None)
+            .strategy()
+            .unwrap_err();
+        assert_eq!(e.to_string(), "offset must be an integer, got Infinity");
+        let e = opts(None, None, Some(1e21)).rng().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "seed must be in [0, 9007199254740991], got 1e+21"
+        );
+        let e = opts(None, None, Some(-1e-7)).rng().unwrap_err();
+        assert_eq!(e.to_string(), "seed must be an integer, got -1e-7");
+    }
+
+    #[test]
     fn checks_run_in_order_before_the_size() {
         // An unknown strategy is reported before a bad offset, a bad seed before the size.
         let e = AllocationBitmap::with_options(8, "r", &opts(Some("x"), Some(0.5), None));

@@ -49,10 +49,10 @@ impl NsTarget {
     }
 }
 
-/// A target as JavaScript names it: a process id, or namespace paths. Converting it to an
-/// [`NsTarget`] applies [`NsTarget::new`]'s rule (one or the other, never both or neither).
+/// A target as JavaScript names it: a process id, or namespace paths (the binding checks the
+/// pid JS gives as a double before building one). Converting it to an [`NsTarget`] applies
+/// [`NsTarget::new`]'s rule (one or the other, never both or neither).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "napi", napi(object, js_name = "SysctlTarget"))]
 pub struct Target {
     pub pid: Option<u32>,
     pub netns_path: Option<String>,

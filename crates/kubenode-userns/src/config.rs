@@ -20,9 +20,9 @@ pub const ID_SPACE: u64 = 1 << 32;
 /// that holds it never starts.
 pub const UNMAPPABLE_ID: u32 = u32::MAX;
 
-/// Inputs of `MakeUserNsManager` once the kubelet's mapping pool is known.
+/// Inputs of `MakeUserNsManager` once the kubelet's mapping pool is known (the binding takes
+/// them from JS as doubles and checks each before building one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "napi", napi(object, js_name = "UsernsPoolConfig"))]
 pub struct Config {
     pub ids_per_pod: u32,
     /// First host ID of the pool (`kubeletMappingID`).

@@ -18,7 +18,6 @@ use kubenode_sysctl::{
 // Imported under their JS names, which the generated typings then use.
 use kubenode_sysctl::{
     NamespaceInfo as SysctlNamespaceInfo, SafeList as SysctlSafeList, Sysctl as SysctlPair,
-    Target as SysctlTarget,
 };
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
@@ -196,7 +195,7 @@ pub fn sysctl_apply(
     sysctls: Vec<SysctlPair>,
 ) -> napi::Result<AsyncTask<ApplyTask>> {
     throwing(&env, || {
-        let target = NsTarget::try_from(target).map_err(|e| NativeError::from(&e))?;
+        let target = NsTarget::try_from(target.checked()?).map_err(|e| NativeError::from(&e))?;
         Ok(AsyncTask::new(ApplyTask {
             target,
             sysctls: sysctls.into_iter().map(Into::into).collect(),

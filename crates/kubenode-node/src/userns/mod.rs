@@ -10,8 +10,8 @@ mod types;
 use std::path::Path;
 
 use kubenode_userns::{
-    Config as UsernsPoolConfig, IdmapProbe, Layout as UsernsLayout, PodsConfig as UsernsConfig,
-    PoolCheck as UsernsPoolCheck, UserNamespace, VerifyReport,
+    IdmapProbe, Layout as UsernsLayout, PodsConfig as UsernsConfig, PoolCheck as UsernsPoolCheck,
+    UserNamespace, VerifyReport,
 };
 use napi::bindgen_prelude::AsyncTask;
 use napi::Env;
@@ -20,13 +20,16 @@ use napi_derive::napi;
 use crate::convert as numbers;
 use crate::errors::{err, throwing, ErrorCode, Outcome};
 use tasks::CoreTask;
-use types::UsernsListedPod;
+use types::{UsernsListedPod, UsernsPoolConfig};
 
 /// Upstream's configuration checks alone (no files): the slot layout or the error.
 #[napi]
 pub fn userns_layout(env: Env, config: UsernsPoolConfig) -> napi::Result<UsernsLayout> {
     throwing(&env, || {
-        config.layout().map_err(|e| err(ErrorCode::InvalidArg, e))
+        config
+            .checked()?
+            .layout()
+            .map_err(|e| err(ErrorCode::InvalidArg, e))
     })
 }
 
@@ -54,8 +57,14 @@ pub fn userns_default_pool(env: Env, ids_per_pod: f64) -> napi::Result<Vec<u32>>
 }
 
 #[napi]
-pub fn userns_encode_file(host_id: u32, length: u32) -> String {
-    kubenode_userns::json::encode(&UserNamespace::single(host_id, length))
+pub fn userns_encode_file(env: Env, host_id: f64, length: f64) -> napi::Result<String> {
+    throwing(&env, || {
+        let host_id = numbers::uint32("hostId", host_id, 0)?;
+        let length = numbers::uint32("length", length, 0)?;
+        Ok(kubenode_userns::json::encode(&UserNamespace::single(
+            host_id, length,
+        )))
+    })
 }
 
 /// Upstream's parse checks on a file's content: `[hostId, length]`, or throws upstream's text.
@@ -121,10 +130,17 @@ pub fn userns_probe_idmap(tmpfs: bool, paths: Vec<String>) -> AsyncTask<CoreTask
 /// Starts a process in a new user namespace with the mapping `0 → hostId` (`length` IDs).
 #[napi(ts_return_type = "Promise<Outcome<UsernsVerifyReport>>")]
 pub fn userns_verify_mapping(
-    host_id: u32,
-    length: u32,
-) -> AsyncTask<CoreTask<Outcome<VerifyReport>>> {
-    CoreTask::run(move || kubenode_userns::verify_mapping(host_id, length).into())
+    env: Env,
+    host_id: f64,
+    length: f64,
+) -> napi::Result<AsyncTask<CoreTask<Outcome<VerifyReport>>>> {
+    throwing(&env, || {
+        let host_id = numbers::uint32("hostId", host_id, 0)?;
+        let length = numbers::uint32("length", length, 0)?;
+        Ok(CoreTask::run(move || {
+            kubenode_userns::verify_mapping(host_id, length).into()
+        }))
+    })
 }
 
 /// Reads `<podsDir>/<podUid>/userns` (upstream's checks) and verifies its mapping.

@@ -37,3 +37,28 @@ pub struct UsernsListedPod {
     pub length: Option<u32>,
     pub error: Option<String>,
 }
+
+/// `usernsLayout`'s input: the pool's numbers as JS's doubles, so that a fraction or a value
+/// past 32 bits is refused rather than truncated by napi.
+#[napi(object)]
+pub struct UsernsPoolConfig {
+    pub ids_per_pod: f64,
+    /// First host ID of the pool (`kubeletMappingID`).
+    pub first_id: f64,
+    /// Number of IDs in the pool (`kubeletMappingLen`).
+    pub length: f64,
+    pub max_pods: f64,
+}
+
+impl UsernsPoolConfig {
+    /// The core's configuration, each number checked to be in `[0, 2^32 - 1]`.
+    pub fn checked(&self) -> crate::errors::Result<kubenode_userns::Config> {
+        use crate::convert::uint32;
+        Ok(kubenode_userns::Config {
+            ids_per_pod: uint32("idsPerPod", self.ids_per_pod, 0)?,
+            first_id: uint32("firstId", self.first_id, 0)?,
+            length: uint32("length", self.length, 0)?,
+            max_pods: uint32("maxPods", self.max_pods, 0)?,
+        })
+    }
+}
