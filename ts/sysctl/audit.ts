@@ -8,6 +8,7 @@ import { describeError } from '../kube/api-error.js';
 import { withUserAgent } from '../kube/client.js';
 import { clientNode } from '../peers.js';
 import type { SysctlPolicyFile } from './policy-file.js';
+import { WORKLOAD_KINDS } from './render/admission-policy.js';
 import { selectorMatches } from './render/selector.js';
 import type { PodLike } from './types.js';
 
@@ -16,12 +17,7 @@ export const AUDITED_KINDS = [
   'Pod',
   'PodTemplate',
   'ReplicationController',
-  'Deployment',
-  'StatefulSet',
-  'DaemonSet',
-  'ReplicaSet',
-  'Job',
-  'CronJob',
+  ...WORKLOAD_KINDS,
 ] as const;
 /** One of `AUDITED_KINDS`. */
 export type AuditedKind = (typeof AUDITED_KINDS)[number];
