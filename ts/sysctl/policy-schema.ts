@@ -1,5 +1,6 @@
 // JSON schema of a sysctl policy file; the loader validates against this object, and the
 // committed schemas/sysctl-policy.schema.json is checked to equal it.
+import { POLICY_ENTRY_NAME_PATTERN } from './name-syntax.js';
 
 const intRange = {
   type: 'object',
@@ -71,7 +72,7 @@ export const SYSCTL_POLICY_SCHEMA = {
             additionalProperties: false,
             required: ['name'],
             properties: {
-              name: { type: 'string', pattern: '^([a-z]+[a-z0-9_-]*|\\*)(\\.([a-z]+[a-z0-9_-]*|\\*))*$' },
+              name: { type: 'string', pattern: POLICY_ENTRY_NAME_PATTERN },
               values: { type: 'array', items: { type: 'string' } },
               min: { type: 'integer' },
               max: { type: 'integer' },

@@ -61,7 +61,7 @@ pub use namespace::{
 pub use normalize::normalize_name;
 pub use policy::{
     bad_value_message, not_allowed_message, CompiledEntry, NamePolicyRules, PolicyEntry,
-    PolicyError, PolicyRule, SysctlNamePolicy, SysctlPolicy,
+    PolicyError, PolicyRule, SysctlNamePolicy, SysctlPolicy, POLICY_ENTRY_NAME_PATTERN,
 };
 pub use policy_value::{
     canonical_value, integer_fields, integer_fields_source, value_syntax, IntRange, RuleDetails,

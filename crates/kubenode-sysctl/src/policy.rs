@@ -231,6 +231,10 @@ impl From<&CompiledEntry> for PolicyRule {
     }
 }
 
+/// A policy entry's name as a regular expression, for the policy file's JSON Schema: dot-separated
+/// segments, each [`is_segment`] or `*`.
+pub const POLICY_ENTRY_NAME_PATTERN: &str = r"^([a-z]+[a-z0-9_-]*|\*)(\.([a-z]+[a-z0-9_-]*|\*))*$";
+
 /// `[a-z]+[a-z0-9_-]*`.
 fn is_segment(s: &str) -> bool {
     let b = s.as_bytes();
@@ -489,6 +493,27 @@ impl SysctlPolicy {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_schema_pattern_accepts_the_names_is_segment_accepts() {
+        let re = regex::Regex::new(super::POLICY_ENTRY_NAME_PATTERN).unwrap();
+        let alphabet = ['a', 'z', '0', '_', '-', '*', '.', 'B'];
+        // Every name of up to four characters over an alphabet with each class in it.
+        let mut names = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = names
+                .iter()
+                .flat_map(|n| alphabet.iter().map(move |c| format!("{n}{c}")))
+                .collect();
+            names.extend(longer);
+        }
+        names.sort();
+        names.dedup();
+        for n in names {
+            let by_rule = !n.is_empty() && n.split('.').all(|s| s == "*" || super::is_segment(s));
+            assert_eq!(re.is_match(&n), by_rule, "{n:?}");
+        }
+    }
+
     use super::*;
 
     fn entry(name: &str) -> PolicyEntry {

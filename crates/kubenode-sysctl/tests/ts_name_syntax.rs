@@ -5,12 +5,13 @@
 use std::path::Path;
 
 use kubenode_sysctl::{
-    SYSCTL_CONTAIN_SLASH_FMT, SYSCTL_CONTAIN_SLASH_PATTERN_FMT, SYSCTL_MAX_LENGTH,
+    POLICY_ENTRY_NAME_PATTERN, SYSCTL_CONTAIN_SLASH_FMT, SYSCTL_CONTAIN_SLASH_PATTERN_FMT,
+    SYSCTL_MAX_LENGTH,
 };
 
 fn render() -> String {
     format!(
-        "// Generated from crates/kubenode-sysctl/src/name.rs by its test ts_name_syntax
+        "// Generated from crates/kubenode-sysctl/src/{{name,policy}}.rs by its test ts_name_syntax
 // (KUBENODE_REGENERATE=1 cargo test -p kubenode-sysctl --test ts_name_syntax); regenerate
 // instead of editing. Names are checked by the binding, not with these.
 
@@ -20,6 +21,8 @@ export const SYSCTL_MAX_LENGTH = {SYSCTL_MAX_LENGTH};
 export const SYSCTL_CONTAIN_SLASH_FMT = String.raw`{SYSCTL_CONTAIN_SLASH_FMT}`;
 /** Upstream's `SysctlContainSlashPatternFmt`: like a name, may end in `*`. */
 export const SYSCTL_CONTAIN_SLASH_PATTERN_FMT = String.raw`{SYSCTL_CONTAIN_SLASH_PATTERN_FMT}`;
+/** A sysctl policy entry's name (segments or `*`), as the policy file's schema checks it. */
+export const POLICY_ENTRY_NAME_PATTERN = String.raw`{POLICY_ENTRY_NAME_PATTERN}`;
 "
     )
 }
