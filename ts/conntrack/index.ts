@@ -1,6 +1,8 @@
 // Conntrack: ctnetlink list/delete through the Rust core, kube-proxy's stale UDP flow cleanup,
 // its metrics, and the conntrack sysctls kube-proxy sets.
 
+// The generated shapes behind CpuStats, StatsTotal and TableStats, so the reference can show them.
+export type { ConntrackCpuStats, ConntrackStats, ConntrackStatsTotal } from '../binding.js';
 export type { WatchBackoff } from '../kube/informer.js';
 export {
   type CleanEstimate,

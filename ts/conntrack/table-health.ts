@@ -153,6 +153,7 @@ export class TableHealth {
     this.#timer = setInterval(() => void this.read(), periodMs).unref();
   }
 
+  /** Stops the periodic readings (a reading under way still completes). */
   stop(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;

@@ -222,7 +222,12 @@ export class CIDRIndex {
     name: string,
     cidrs: readonly string[],
     ips: readonly { name: string; family: string | undefined }[],
-  ): { holders: Holder[]; unparsable: string[] } {
+  ): {
+    /** The addresses inside `name`, in `ips` order. */
+    holders: Holder[];
+    /** Addresses of `ips` that do not parse, left out as upstream leaves them out. */
+    unparsable: string[];
+  } {
     assertString('name', name);
     return callNative(() => this.#n.holders(name, [...cidrs], ...scanArgs(ips)));
   }

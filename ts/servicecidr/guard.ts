@@ -28,10 +28,21 @@ export class ServiceCIDRGuardError extends KubenodeError {
   }
 }
 
+/** A guard's `spec` after checking: every list present. */
+export interface CheckedGuardSpec extends Required<Omit<ServiceCIDRGuardSpec, 'allowed'>> {
+  /** Allowed parent prefixes per family. */
+  allowed: Required<ServiceCIDRGuardSpec['allowed']>;
+}
+
 /** The `spec` of a guard file. */
 export interface ServiceCIDRGuardSpec {
   /** Allowed parent prefixes per family; a family with none admits no ServiceCIDR of it. */
-  allowed: { ipv4?: string[]; ipv6?: string[] };
+  allowed: {
+    /** Allowed IPv4 parent prefixes. */
+    ipv4?: string[];
+    /** Allowed IPv6 parent prefixes. */
+    ipv6?: string[];
+  };
   /** Prefixes no ServiceCIDR may overlap (e.g. the node and pod networks). */
   forbidden?: string[];
   /** Only the API server may create, delete or re-address the default ServiceCIDR (default true). */
@@ -131,7 +142,7 @@ export class ServiceCIDRGuard {
   }
 
   /** The checked lists. */
-  get spec(): Required<ServiceCIDRGuardSpec> & { allowed: { ipv4: string[]; ipv6: string[] } } {
+  get spec(): CheckedGuardSpec {
     const c = this.#n.config();
     return {
       allowed: { ipv4: c.ipv4, ipv6: c.ipv6 },

@@ -34,6 +34,7 @@ export {
   type ServiceCIDRControllerOptions,
 } from './controller.js';
 export {
+  type CheckedGuardSpec,
   DEFAULT_GUARD_NAME,
   GUARD_API_VERSION,
   GUARD_KIND,

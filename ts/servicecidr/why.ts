@@ -13,7 +13,12 @@ export interface ServiceCIDRHolder {
   /** The IPAddress object's name (its address). */
   ipAddress: string;
   /** The Service in its `spec.parentRef`; null when the parent is not a Service. */
-  service: { namespace: string; name: string } | null;
+  service: {
+    /** The Service's namespace. */
+    namespace: string;
+    /** The Service's name. */
+    name: string;
+  } | null;
   /** Other ServiceCIDRs containing the address, sorted; empty when none would take it over. */
   takenOverBy: string[];
   /** True when it keeps the ServiceCIDR from going (nothing takes it over). */
@@ -31,7 +36,14 @@ export interface ServiceCIDRExplanation {
   /** Its finalizers. */
   finalizers: string[];
   /** Its Ready condition; null when it has none. */
-  ready: { status: string; reason: string; message: string } | null;
+  ready: {
+    /** `True`, `False` or `Unknown`. */
+    status: string;
+    /** The condition's reason (`Terminating` while deletion is blocked). */
+    reason: string;
+    /** The condition's message. */
+    message: string;
+  } | null;
   /**
    * The controller's verdict (`canDeleteCIDR`): `blocked` keeps the finalizer; the others let
    * the ServiceCIDR go once the grace period has passed.

@@ -13,12 +13,7 @@ import { selectorMatches } from './render/selector.js';
 import type { PodLike } from './types.js';
 
 /** The kinds audited: pods, then every kind that holds a pod template. */
-export const AUDITED_KINDS = [
-  'Pod',
-  'PodTemplate',
-  'ReplicationController',
-  ...WORKLOAD_KINDS,
-] as const;
+export const AUDITED_KINDS = ['Pod', 'PodTemplate', 'ReplicationController', ...WORKLOAD_KINDS] as const;
 /** One of `AUDITED_KINDS`. */
 export type AuditedKind = (typeof AUDITED_KINDS)[number];
 

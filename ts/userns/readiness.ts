@@ -24,7 +24,12 @@ export async function probeIdmapMounts(paths: readonly string[], tmpfs = true): 
 }
 
 /** Whether kernel `release` is new enough for pods with user namespaces, and the minimum. */
-export function kernelCheck(release: string): { min: string; ok: boolean } {
+export function kernelCheck(release: string): {
+  /** The oldest release that has what pods with `hostUsers: false` need. */
+  min: string;
+  /** Whether `release` is that release or newer. */
+  ok: boolean;
+} {
   assertString('release', release);
   return callNative(() => native.usernsKernelCheck(release));
 }

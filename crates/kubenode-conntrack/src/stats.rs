@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "ConntrackCpuStats"))]
 pub struct CpuStats {
+    /// The CPU these counters are of.
     pub cpu: u32,
     /// Lookups that found an entry.
     pub found: u32,
@@ -44,15 +45,25 @@ pub struct CpuStats {
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "napi", napi(object, object_from_js = false, js_name = "ConntrackStatsTotal"))]
 pub struct StatsTotal {
+    /// `found` of every CPU.
     pub found: f64,
+    /// `invalid` of every CPU.
     pub invalid: f64,
+    /// `insert` of every CPU.
     pub insert: f64,
+    /// `insertFailed` of every CPU.
     pub insert_failed: f64,
+    /// `drop` of every CPU.
     pub drop: f64,
+    /// `earlyDrop` of every CPU.
     pub early_drop: f64,
+    /// `error` of every CPU.
     pub error: f64,
+    /// `searchRestart` of every CPU.
     pub search_restart: f64,
+    /// `clashResolve` of every CPU.
     pub clash_resolve: f64,
+    /// `chainToolong` of every CPU.
     pub chain_toolong: f64,
 }
 
