@@ -1,19 +1,18 @@
 // The kubelet's pod admission chain (pkg/kubelet/lifecycle): handlers run in order and the
 // first rejection wins. A handler that throws rejects the pod instead of crashing the agent.
-import type { Registry } from 'prom-client';
 import { describe, KubenodeTypeError } from '../errors.js';
+import type { MetricsRegistry } from '../metrics-registry.js';
 import type { PodLike } from '../sysctl/types.js';
 import { type AdmitMetrics, admitMetrics } from './metrics.js';
 
+export type { MetricsRegistry } from '../metrics-registry.js';
 export {
   ADMISSION_REJECTION_REASONS,
   ADMISSION_REJECTIONS_TOTAL,
   ADMIT_BUCKETS,
   ADMIT_DURATION,
-  type AdmitMetrics,
-  admitMetrics,
   rejectionReasonLabel,
-} from './metrics.js';
+} from './metric-names.js';
 
 /** What a handler sees for one pod (upstream `lifecycle.PodAdmitAttributes`). */
 export interface PodAdmitAttributes {
@@ -58,7 +57,7 @@ export interface PodAdmitChainOptions {
    * prom-client registry for `kubelet_admission_rejections_total{reason}` (the kubelet's counter,
    * one per rejected pod) and `kubenode_pod_admit_duration_seconds{result}`; default: none recorded.
    */
-  registry?: Registry;
+  registry?: MetricsRegistry;
 }
 
 /**

@@ -18,9 +18,9 @@ import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { ResilientInformer } from '../kube/informer.js';
 import { clientNode, promClient } from '../peers.js';
+import { allocatorIPs } from './allocator-ips.js';
 import { CIDRIndex } from './cidr.js';
 import { attachHandlers } from './index-sync.js';
-import { IPALLOCATOR_CONTROLLER_NAME, LABEL_IP_FAMILY, LABEL_MANAGED_BY } from './labels.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 import { klogLogger, type Logger } from './logger.js';
 import { WorkqueueMetrics } from './metrics.js';
@@ -426,22 +426,6 @@ export class ServiceCIDRController {
     );
     this.#written.record(written);
   }
-}
-
-/**
- * The IPAddresses `canDeleteCIDR` weighs: those the API server's allocator manages, each with
- * its family label (undefined when absent), in list order.
- */
-export function allocatorIPs(
-  ips: readonly V1IPAddress[],
-): { name: string; family: string | undefined; ip: V1IPAddress }[] {
-  const managed: { name: string; family: string | undefined; ip: V1IPAddress }[] = [];
-  for (const ip of ips) {
-    const labels = ip.metadata?.labels ?? {};
-    if (labels[LABEL_MANAGED_BY] !== IPALLOCATOR_CONTROLLER_NAME || !ip.metadata?.name) continue;
-    managed.push({ name: ip.metadata.name, family: labels[LABEL_IP_FAMILY], ip });
-  }
-  return managed;
 }
 
 /** An object's resourceVersion as a number (etcd's revision), or undefined. */

@@ -5,8 +5,9 @@ import type { KubeConfig, V1IPAddress, V1ServiceCIDR } from '@kubernetes/client-
 import { assertString, KubenodeTypeError } from '../errors.js';
 import { apiCode } from '../kube/api-error.js';
 import { clientNode } from '../peers.js';
+import { allocatorIPs } from './allocator-ips.js';
 import { CIDRIndex, type DeleteCheckOutcome } from './cidr.js';
-import { allocatorIPs, CONDITION_READY } from './controller.js';
+import { CONDITION_READY } from './controller.js';
 
 /** An IPAddress inside the ServiceCIDR. */
 export interface ServiceCIDRHolder {

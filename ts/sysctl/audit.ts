@@ -3,7 +3,7 @@
 // ValidatingAdmissionPolicy mirrors, so the messages are the ones admission would give). Every
 // kind is read in pages (`limit` + `continue`), one page in memory at a time.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { assertInteger, KubenodeError } from '../errors.js';
+import { assertInteger, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
 import { describeError } from '../kube/api-error.js';
 import { withUserAgent } from '../kube/client.js';
 import { clientNode } from '../peers.js';
@@ -65,6 +65,15 @@ interface Template {
 const podSpec: SpecOf = (o) => (o as PodLike).spec;
 const templateSpec: SpecOf = (o) => (o as { spec?: Template }).spec?.template?.spec;
 
+/**
+ * A `@kubernetes/client-node` `KubeConfig`, declared by the method the audit calls, so the sysctl
+ * typings need no optional peer installed; the audit checks it at the call.
+ */
+export interface KubeConfigLike {
+  /** `KubeConfig.makeApiClient`. */
+  makeApiClient: unknown;
+}
+
 /** The listers and pod specs of every audited kind, on `kc`. */
 function sources(kc: KubeConfig): Array<[AuditedKind, Lister, SpecOf]> {
   const { AppsV1Api, BatchV1Api, CoreV1Api } = clientNode();
@@ -114,13 +123,19 @@ async function* paged(
  * `namespaceSelector` selects, and reports each refusal through `onFinding`. Findings are not
  * kept: memory stays one page whatever the cluster's size.
  * @throws KubenodeError (`ERR_KUBENODE_IO`) when a LIST fails (the message has the API's reason).
- * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) for a `chunkSize` that is not a positive integer.
+ * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) for a `chunkSize` that is not a positive integer, or a `kubeConfig` that is not a KubeConfig.
  */
 export async function auditSysctlPolicy(
-  kc: KubeConfig,
+  kubeConfig: KubeConfigLike,
   file: SysctlPolicyFile,
   options: AuditOptions,
 ): Promise<AuditSummary> {
+  if (typeof (kubeConfig as { makeApiClient?: unknown } | null)?.makeApiClient !== 'function') {
+    throw new KubenodeTypeError(
+      `kubeConfig must be a @kubernetes/client-node KubeConfig, got ${describe(kubeConfig)}`,
+    );
+  }
+  const kc = kubeConfig as KubeConfig;
   const limit = assertInteger('chunkSize', options.chunkSize ?? DEFAULT_CHUNK_SIZE, 1);
   const view = withUserAgent(kc, 'kubenode-sysctl-audit');
   const summary: AuditSummary = { scanned: 0, refused: 0, pages: 0 };

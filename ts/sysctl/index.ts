@@ -39,6 +39,7 @@ export {
   type AuditSummary,
   auditSysctlPolicy,
   DEFAULT_CHUNK_SIZE,
+  type KubeConfigLike,
 } from './audit.js';
 export { baselineAllowedSysctls, type CheckResult, checkBaseline, parsePolicyVersion } from './baseline.js';
 export { allowlistFromKubeletConfig, type KubeletSysctlConfig, parseAllowedUnsafeSysctls } from './config.js';

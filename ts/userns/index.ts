@@ -21,9 +21,7 @@ export {
 export {
   STARTED_USER_NAMESPACED_PODS_ERRORS_TOTAL,
   STARTED_USER_NAMESPACED_PODS_TOTAL,
-  type UsernsMetrics,
-  usernsMetrics,
-} from './metrics.js';
+} from './metric-names.js';
 export type { PoolOptions } from './pool-options.js';
 export {
   type CriOptions,

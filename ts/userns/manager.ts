@@ -3,7 +3,6 @@
 // checks upstream makes before taking its lock (feature gate, hostUsers, runtime handler), and
 // turns results into CRI `UserNamespace` messages. Per-pod calls are coalesced (./calls.ts);
 // every other operation is one native call.
-import type { Registry } from 'prom-client';
 import type {
   UsernsAllocation as Allocation,
   UsernsIdMapping as IdMapping,
@@ -21,7 +20,7 @@ import {
   outcomeOrThrow,
 } from '../errors.js';
 import type { PodLike } from '../kube/types.js';
-import { assertRegistry } from '../metrics-registry.js';
+import { assertRegistry, type MetricsRegistry } from '../metrics-registry.js';
 import { PodCalls } from './calls.js';
 import { UsernsError } from './errors.js';
 import { type UsernsMetrics, usernsMetrics } from './metrics.js';
@@ -87,7 +86,7 @@ export interface UserNsManagerOptions extends PoolOptions {
    * and one that fails an error. Registered only while the feature gate is on, as upstream does;
    * default: none recorded.
    */
-  registry?: Registry;
+  registry?: MetricsRegistry;
 }
 
 function unsupportedHandler(handler: string, cause: unknown): UsernsError {

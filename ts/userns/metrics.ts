@@ -2,13 +2,12 @@
 // `started_user_namespaced_pods_total` and `started_user_namespaced_pods_errors_total`) under
 // their own names, for an agent whose pods get their user namespaces from `UserNsManager`.
 import type { Counter, Registry } from 'prom-client';
-import { perRegistry } from '../metrics-registry.js';
+import { type MetricsRegistry, perRegistry } from '../metrics-registry.js';
 import { promClient } from '../peers.js';
-
-/** Name of the counter of pods with user namespaces started (the kubelet's own name). */
-export const STARTED_USER_NAMESPACED_PODS_TOTAL = 'kubelet_started_user_namespaced_pods_total';
-/** Name of the counter of those starts that failed (the kubelet's own name). */
-export const STARTED_USER_NAMESPACED_PODS_ERRORS_TOTAL = 'kubelet_started_user_namespaced_pods_errors_total';
+import {
+  STARTED_USER_NAMESPACED_PODS_ERRORS_TOTAL,
+  STARTED_USER_NAMESPACED_PODS_TOTAL,
+} from './metric-names.js';
 
 /** The manager's counters in one registry. */
 export interface UsernsMetrics {
@@ -38,6 +37,6 @@ const make = perRegistry((registry: Registry): UsernsMetrics => {
  * The counters in `registry`, registered once per registry.
  * @throws KubenodeTypeError (`ERR_KUBENODE_INVALID_ARG`) when `registry` is not a prom-client Registry.
  */
-export function usernsMetrics(registry: Registry): UsernsMetrics {
+export function usernsMetrics(registry: MetricsRegistry): UsernsMetrics {
   return make(registry, 'registry');
 }
