@@ -9,7 +9,7 @@ const file = sysctl.parseSysctlPolicyFile(
 
 describe('auditSysctlPolicy arguments', () => {
   it.each([null, {}, { makeApiClient: 'no' }, 'kubeconfig'])('refuses %j as the KubeConfig', async (kc) => {
-    const call = sysctl.auditSysctlPolicy(kc as never, file, {});
+    const call = sysctl.auditSysctlPolicy(kc as never, file, { onFinding: () => {} });
     await expect(call).rejects.toBeInstanceOf(KubenodeTypeError);
     await expect(call).rejects.toThrow(/^kubeConfig must be a @kubernetes\/client-node KubeConfig, got /);
   });
