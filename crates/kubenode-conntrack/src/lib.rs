@@ -15,6 +15,7 @@ mod conntrack;
 mod consts;
 mod cost;
 mod error;
+mod event;
 mod fault;
 mod flow;
 mod handle;
@@ -36,6 +37,7 @@ pub use conntrack::{BatchReport, Conntrack, DumpEvent, DumpStats, MAX_DUMP_ATTEM
 pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
+pub use event::{EventKind, FlowEvent};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
 pub use flow::{
