@@ -17,6 +17,7 @@ mod cost;
 mod error;
 mod event;
 mod fault;
+mod filter;
 mod flow;
 mod handle;
 mod hash;
@@ -40,6 +41,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::{EventKind, FlowEvent};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
+pub use filter::{
+    encode_filter_attrs, encode_filtered_dump, AddrMatch, DirectionFilter, FlowFilter, Masked,
+};
 pub use flow::{
     check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
     DumpFilter, Family, Flow, Tuple,
