@@ -19,6 +19,7 @@ mod event;
 mod fault;
 mod filter;
 mod flow;
+mod flush;
 mod handle;
 mod hash;
 mod plan;
@@ -42,12 +43,14 @@ pub use event::{EventKind, FlowEvent};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
 pub use filter::{
-    encode_filter_attrs, encode_filtered_dump, AddrMatch, DirectionFilter, FlowFilter, Masked,
+    encode_filter_attrs, encode_filtered_dump, AddrMatch, AsFlowFilter, DirectionFilter,
+    FlowFilter, Masked,
 };
 pub use flow::{
     check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
     DumpFilter, Family, Flow, Tuple,
 };
+pub use flush::{FilterDeleteReport, FlushPath};
 pub use handle::{ConntrackHandle, Handle, Session};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
 pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
