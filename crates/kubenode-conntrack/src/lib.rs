@@ -25,6 +25,7 @@ mod hash;
 mod plan;
 mod probe;
 mod progress;
+mod purge;
 mod report;
 mod socket;
 mod stale;
@@ -56,6 +57,7 @@ pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
 pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
 pub use probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 pub use progress::{Progress, ProgressReport, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
+pub use purge::{flow_has_ip, gone_ips};
 pub use report::{CleanOptions, CleanPath, CleanReport, FullReason};
 pub use stale::{
     is_headless, Endpoint, EndpointEntry, Protocol, Service, ServiceEntry, ServicePort,
