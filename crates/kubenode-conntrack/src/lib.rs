@@ -20,6 +20,7 @@ mod event_bpf;
 mod event_msg;
 mod events;
 mod fault;
+mod filter;
 mod flow;
 mod handle;
 mod hash;
@@ -47,6 +48,9 @@ pub use event_msg::{event_kind, parse_event};
 pub use events::{EventSocket, EventWaker, Groups, ReadOutcome, MAX_RCVBUF};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
+pub use filter::{
+    encode_filter_attrs, encode_filtered_dump, AddrMatch, DirectionFilter, FlowFilter, Masked,
+};
 pub use flow::{
     check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
     DumpFilter, Family, Flow, Tuple,
