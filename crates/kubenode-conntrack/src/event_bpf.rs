@@ -7,11 +7,13 @@
 use std::net::IpAddr;
 
 use crate::consts::*;
-use crate::flow::DumpFilter;
+use crate::filter::{AddrMatch, DirectionFilter, FlowFilter};
 
 // linux/bpf_common.h and linux/filter.h.
 const BPF_LD: u16 = 0x00;
 const BPF_LDX: u16 = 0x01;
+const BPF_ALU: u16 = 0x04;
+const BPF_AND: u16 = 0x50;
 const BPF_JMP: u16 = 0x05;
 const BPF_RET: u16 = 0x06;
 const BPF_MISC: u16 = 0x07;
@@ -51,62 +53,97 @@ enum Width {
     Words,
 }
 
-/// An exact match of one attribute, found by its path of nested types from the top level.
+/// A match of one attribute, found by its path of nested types from the top level: each of its
+/// words, under a mask, must equal a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FieldCheck {
-    path: [u16; 3],
+    path: Vec<u16>,
     width: Width,
-    /// The value as BPF loads it (network order read as a number).
-    values: Vec<u32>,
+    /// (value, mask) per word, as BPF loads it (network order read as a number).
+    words: Vec<(u32, u32)>,
 }
 
-fn addr_check(dir: u16, v4: u16, v6: u16, ip: &IpAddr) -> FieldCheck {
-    let (ty, values) = match ip {
-        IpAddr::V4(a) => (v4, vec![u32::from_be_bytes(a.octets())]),
-        IpAddr::V6(a) => (
-            v6,
-            a.octets()
-                .chunks_exact(4)
-                .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-                .collect(),
-        ),
+/// The (value, mask) words of an address or CIDR; words the prefix does not reach are left out.
+fn addr_words(m: &AddrMatch) -> Vec<(u32, u32)> {
+    let octets = match m.addr() {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
     };
-    FieldCheck {
-        path: [dir, CTA_TUPLE_IP, ty],
-        width: Width::Words,
-        values,
+    let mut left = u32::from(m.prefix());
+    let mut words = Vec::new();
+    for w in octets.chunks_exact(4) {
+        if left == 0 {
+            break;
+        }
+        let bits = left.min(32);
+        left -= bits;
+        let mask = u32::MAX << (32 - bits);
+        let value = u32::from_be_bytes([w[0], w[1], w[2], w[3]]) & mask;
+        words.push((value, mask));
+    }
+    words
+}
+
+fn direction_checks(checks: &mut Vec<FieldCheck>, dir: u16, d: &DirectionFilter) {
+    let addrs = [
+        (&d.src, CTA_IP_V4_SRC, CTA_IP_V6_SRC),
+        (&d.dst, CTA_IP_V4_DST, CTA_IP_V6_DST),
+    ];
+    for (m, v4, v6) in addrs {
+        let Some(m) = m else { continue };
+        let words = addr_words(m);
+        if words.is_empty() {
+            continue; // a /0 matches every address of the family
+        }
+        let ty = if m.addr().is_ipv4() { v4 } else { v6 };
+        checks.push(FieldCheck {
+            path: vec![dir, CTA_TUPLE_IP, ty],
+            width: Width::Words,
+            words,
+        });
+    }
+    let ports = [
+        (d.src_port, CTA_PROTO_SRC_PORT),
+        (d.dst_port, CTA_PROTO_DST_PORT),
+    ];
+    for (port, ty) in ports {
+        let Some(p) = port else { continue };
+        checks.push(FieldCheck {
+            path: vec![dir, CTA_TUPLE_PROTO, ty],
+            width: Width::Half,
+            words: vec![(u32::from(p), u32::from(u16::MAX))],
+        });
     }
 }
 
-fn port_check(dir: u16, ty: u16, port: u16) -> FieldCheck {
-    FieldCheck {
-        path: [dir, CTA_TUPLE_PROTO, ty],
-        width: Width::Half,
-        values: vec![u32::from(port)],
-    }
-}
-
-/// The exact-match fields of `filter` the kernel can check.
-fn checks_for(filter: &DumpFilter) -> Vec<FieldCheck> {
+/// The fields of `filter` the kernel can check: protocol, addresses and CIDRs, ports, zone and
+/// mark. Labels are left to user space.
+fn checks_for(filter: &FlowFilter) -> Vec<FieldCheck> {
     let mut checks = Vec::new();
     if let Some(p) = filter.proto {
         checks.push(FieldCheck {
-            path: [CTA_TUPLE_ORIG, CTA_TUPLE_PROTO, CTA_PROTO_NUM],
+            path: vec![CTA_TUPLE_ORIG, CTA_TUPLE_PROTO, CTA_PROTO_NUM],
             width: Width::Byte,
-            values: vec![u32::from(p)],
+            words: vec![(u32::from(p), 0xff)],
         });
     }
-    if let Some(d) = &filter.orig_dst {
-        checks.push(addr_check(CTA_TUPLE_ORIG, CTA_IP_V4_DST, CTA_IP_V6_DST, d));
+    direction_checks(&mut checks, CTA_TUPLE_ORIG, &filter.orig);
+    direction_checks(&mut checks, CTA_TUPLE_REPLY, &filter.reply);
+    if let Some(z) = filter.zone {
+        checks.push(FieldCheck {
+            path: vec![CTA_ZONE],
+            width: Width::Half,
+            words: vec![(u32::from(z), u32::from(u16::MAX))],
+        });
     }
-    if let Some(p) = filter.orig_dst_port {
-        checks.push(port_check(CTA_TUPLE_ORIG, CTA_PROTO_DST_PORT, p));
-    }
-    if let Some(s) = &filter.reply_src {
-        checks.push(addr_check(CTA_TUPLE_REPLY, CTA_IP_V4_SRC, CTA_IP_V6_SRC, s));
-    }
-    if let Some(p) = filter.reply_src_port {
-        checks.push(port_check(CTA_TUPLE_REPLY, CTA_PROTO_SRC_PORT, p));
+    if let Some(m) = filter.mark {
+        if m.mask != 0 {
+            checks.push(FieldCheck {
+                path: vec![CTA_MARK],
+                width: Width::Words,
+                words: vec![(m.value & m.mask, m.mask)],
+            });
+        }
     }
     checks
 }
@@ -191,7 +228,7 @@ const fn ancillary(what: i32) -> u32 {
 
 /// The socket filter for `filter`: `None` when it has no field the kernel can check (or the
 /// program would not fit classic BPF), so no filter is attached.
-pub fn program(filter: &DumpFilter) -> Option<Vec<Insn>> {
+pub fn program(filter: &FlowFilter) -> Option<Vec<Insn>> {
     let checks = checks_for(filter);
     if checks.is_empty() {
         return None;
@@ -201,11 +238,14 @@ pub fn program(filter: &DumpFilter) -> Option<Vec<Insn>> {
     a.stmt(BPF_LD | BPF_B | BPF_ABS, SUBSYS_BYTE);
     a.jeq(u32::from(NFNL_SUBSYS_CTNETLINK), To::Next, To::Accept);
     for c in &checks {
-        // A = offset of the top-level attribute path[0] (0: not found).
+        // A = offset of the top-level attribute (0: not found).
+        let Some((top, nested)) = c.path.split_first() else {
+            continue;
+        };
         a.stmt(BPF_LD | BPF_IMM, ATTRS_AT);
-        a.stmt(BPF_LDX | BPF_IMM, u32::from(c.path[0]));
+        a.stmt(BPF_LDX | BPF_IMM, u32::from(*top));
         a.stmt(BPF_LD | BPF_B | BPF_ABS, ancillary(SKF_AD_NLATTR));
-        for ty in &c.path[1..] {
+        for ty in nested {
             a.jeq(0, To::Accept, To::Next);
             a.stmt(BPF_LDX | BPF_IMM, u32::from(*ty));
             a.stmt(BPF_LD | BPF_B | BPF_ABS, ancillary(SKF_AD_NLATTR_NEST));
@@ -213,14 +253,17 @@ pub fn program(filter: &DumpFilter) -> Option<Vec<Insn>> {
         a.jeq(0, To::Accept, To::Next);
         // X = the attribute's offset; its value follows the 4-byte header.
         a.stmt(BPF_MISC | BPF_TAX, 0);
-        let size = match c.width {
-            Width::Byte => BPF_B,
-            Width::Half => BPF_H,
-            Width::Words => BPF_W,
+        let (size, full) = match c.width {
+            Width::Byte => (BPF_B, 0xff),
+            Width::Half => (BPF_H, 0xffff),
+            Width::Words => (BPF_W, u32::MAX),
         };
-        for (i, v) in c.values.iter().enumerate() {
+        for (i, (value, mask)) in c.words.iter().enumerate() {
             a.stmt(BPF_LD | size | BPF_IND, (NLA_HDRLEN + 4 * i) as u32);
-            a.jeq(*v, To::Next, To::Reject);
+            if *mask != full {
+                a.stmt(BPF_ALU | BPF_AND | BPF_K, *mask);
+            }
+            a.jeq(*value, To::Next, To::Reject);
         }
     }
     a.finish()
@@ -229,7 +272,7 @@ pub fn program(filter: &DumpFilter) -> Option<Vec<Insn>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr};
+    use crate::filter::Masked;
 
     const LD_NLATTR: Insn = Insn {
         code: BPF_LD | BPF_B | BPF_ABS,
@@ -247,14 +290,39 @@ mod tests {
         }
     }
 
+    fn host(s: &str) -> Option<AddrMatch> {
+        Some(AddrMatch::parse("test", s).unwrap())
+    }
+
+    /// The values compared, in order (the subsystem check first).
+    fn compared(p: &[Insn]) -> Vec<u32> {
+        p.iter()
+            .filter(|i| i.code == BPF_JMP | BPF_JEQ | BPF_K && i.jt == 0 && i.jf != 0)
+            .map(|i| i.k)
+            .collect()
+    }
+
     #[test]
-    fn no_kernel_filter_without_a_field() {
-        assert_eq!(program(&DumpFilter::default()), None);
+    fn no_kernel_filter_without_a_field_it_can_check() {
+        assert_eq!(program(&FlowFilter::default()), None);
+        let labels = FlowFilter {
+            labels: Some(Masked { value: 1, mask: 1 }),
+            ..Default::default()
+        };
+        assert_eq!(program(&labels), None);
+        let any = FlowFilter {
+            orig: DirectionFilter {
+                src: host("0.0.0.0/0"),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(program(&any), None);
     }
 
     #[test]
     fn a_protocol_filter_walks_orig_proto_num_and_compares_one_byte() {
-        let f = DumpFilter {
+        let f = FlowFilter {
             proto: Some(17),
             ..Default::default()
         };
@@ -266,59 +334,52 @@ mod tests {
         assert_eq!(p[2].k, 20);
         assert_eq!(p[3].k, u32::from(CTA_TUPLE_ORIG));
         assert_eq!(p[4], LD_NLATTR);
+        // Not found: accept (user space decides).
         assert_eq!(p[5], jeq(0, 9, 0));
         assert_eq!(p[6].k, u32::from(CTA_TUPLE_PROTO));
         assert_eq!(p[7].k, 0xffff_f000 + 16);
         assert_eq!(p[9].k, u32::from(CTA_PROTO_NUM));
         assert_eq!(p[12].code, BPF_MISC | BPF_TAX);
-        assert_eq!(
-            p[13],
-            Insn {
-                code: BPF_LD | BPF_B | BPF_IND,
-                jt: 0,
-                jf: 0,
-                k: 4
-            }
-        );
+        let load = Insn {
+            code: BPF_LD | BPF_B | BPF_IND,
+            jt: 0,
+            jf: 0,
+            k: 4,
+        };
+        assert_eq!(p[13], load);
         // Match: fall through to accept; mismatch: skip it to reject.
         assert_eq!(p[14], jeq(17, 0, 1));
-        assert_eq!(
-            p[15],
-            Insn {
-                code: BPF_RET,
-                jt: 0,
-                jf: 0,
-                k: u32::MAX
-            }
-        );
-        assert_eq!(
-            p[16],
-            Insn {
-                code: BPF_RET,
-                jt: 0,
-                jf: 0,
-                k: 0
-            }
-        );
+        let ret = |k| Insn {
+            code: BPF_RET,
+            jt: 0,
+            jf: 0,
+            k,
+        };
+        assert_eq!(p[15], ret(u32::MAX));
+        assert_eq!(p[16], ret(0));
     }
 
     #[test]
-    fn addresses_compare_as_network_order_words_and_ports_as_halves() {
-        let f = DumpFilter {
+    fn addresses_compare_as_network_order_words_ports_as_halves() {
+        let f = FlowFilter {
             proto: Some(6),
-            orig_dst: Some(IpAddr::V4(Ipv4Addr::new(10, 96, 0, 10))),
-            orig_dst_port: Some(53),
-            reply_src: Some(IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1))),
-            reply_src_port: Some(8053),
+            orig: DirectionFilter {
+                dst: host("10.96.0.10"),
+                dst_port: Some(53),
+                ..Default::default()
+            },
+            reply: DirectionFilter {
+                src: host("fd00::1"),
+                src_port: Some(8053),
+                ..Default::default()
+            },
+            ..Default::default()
         };
         let p = program(&f).unwrap();
-        let cmp: Vec<u32> = p
-            .iter()
-            .filter(|i| i.code == BPF_JMP | BPF_JEQ | BPF_K && i.jt == 0 && i.jf != 0)
-            .map(|i| i.k)
-            .collect();
-        // The subsystem check, then each value in order.
-        assert_eq!(cmp, vec![1, 6, 0x0a60_000a, 53, 0xfd00_0000, 0, 0, 1, 8053]);
+        assert_eq!(
+            compared(&p),
+            vec![1, 6, 0x0a60_000a, 53, 0xfd00_0000, 0, 0, 1, 8053]
+        );
         let loads: Vec<(u16, u32)> = p
             .iter()
             .filter(|i| i.code & BPF_IND != 0)
@@ -337,16 +398,58 @@ mod tests {
                 (BPF_LD | BPF_H | BPF_IND, 4),
             ]
         );
-        // Every jump lands inside the program, on a return or further on.
+        // Exact values need no mask.
+        assert!(!p.iter().any(|i| i.code == BPF_ALU | BPF_AND | BPF_K));
+        // Every jump lands inside the program.
         for (i, insn) in p.iter().enumerate() {
             if insn.code == BPF_JMP | BPF_JEQ | BPF_K {
                 assert!(i + 1 + usize::from(insn.jt) < p.len());
                 assert!(i + 1 + usize::from(insn.jf) < p.len());
             }
         }
-        // The reply tuple is found from the top level, its address in the IP nest.
+        // The reply tuple is found from the top level.
         assert!(p
             .windows(2)
             .any(|w| w[0].k == u32::from(CTA_TUPLE_REPLY) && w[1] == LD_NLATTR));
+    }
+
+    #[test]
+    fn cidrs_and_the_mark_compare_under_their_masks() {
+        let f = FlowFilter {
+            orig: DirectionFilter {
+                src: host("10.244.1.0/24"),
+                ..Default::default()
+            },
+            reply: DirectionFilter {
+                // The prefix ends inside the second word; later words are not compared.
+                dst: host("fd00:1:2:3::/40"),
+                ..Default::default()
+            },
+            mark: Some(Masked {
+                value: 0x4000,
+                mask: 0x4000,
+            }),
+            zone: Some(3),
+            ..Default::default()
+        };
+        let p = program(&f).unwrap();
+        assert_eq!(
+            compared(&p),
+            vec![1, 0x0af4_0100, 0xfd00_0001, 0x0000_0000, 3, 0x4000]
+        );
+        let masks: Vec<u32> = p
+            .iter()
+            .filter(|i| i.code == BPF_ALU | BPF_AND | BPF_K)
+            .map(|i| i.k)
+            .collect();
+        assert_eq!(masks, vec![0xffff_ff00, 0xff00_0000, 0x4000]);
+        // The zone and the mark are top-level attributes: no nested lookup after them.
+        let zone_at = p
+            .iter()
+            .position(|i| i.code == BPF_LDX | BPF_IMM && i.k == u32::from(CTA_ZONE))
+            .unwrap();
+        assert_eq!(p[zone_at + 1], LD_NLATTR);
+        assert_eq!(p[zone_at + 2], jeq(0, p[zone_at + 2].jt, 0));
+        assert_eq!(p[zone_at + 3].code, BPF_MISC | BPF_TAX);
     }
 }

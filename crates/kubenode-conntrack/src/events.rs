@@ -18,7 +18,8 @@ use crate::error::{from_io, Error, Result};
 use crate::event::FlowEvent;
 use crate::event_bpf::{program, Insn};
 use crate::event_msg::parse_event;
-use crate::flow::{DumpFilter, Family};
+use crate::filter::FlowFilter;
+use crate::flow::Family;
 use crate::netns_open::open_in;
 use crate::socket::RECV_BUF;
 
@@ -41,6 +42,31 @@ impl Groups {
         update: true,
         destroy: true,
     };
+
+    /// Groups by name (`new`, `update`, `destroy`); at least one.
+    pub fn parse<S: AsRef<str>>(names: &[S]) -> Result<Self> {
+        let mut g = Groups {
+            new: false,
+            update: false,
+            destroy: false,
+        };
+        for (i, name) in names.iter().enumerate() {
+            match name.as_ref() {
+                "new" => g.new = true,
+                "update" => g.update = true,
+                "destroy" => g.destroy = true,
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                    "groups[{i}]: unknown event group {other:?} (expected new, update or destroy)"
+                )))
+                }
+            }
+        }
+        if g.mask() == 0 {
+            return Err(no_groups());
+        }
+        Ok(g)
+    }
 
     fn mask(self) -> u32 {
         let bit = |on: bool, b: u32| if on { b } else { 0 };
@@ -98,6 +124,12 @@ impl EventWaker {
     }
 }
 
+fn no_groups() -> Error {
+    Error::InvalidArgument(
+        "an event stream needs at least one of the groups new, update and destroy".into(),
+    )
+}
+
 fn setopt<T>(fd: RawFd, level: i32, name: i32, val: &T) -> io::Result<()> {
     // SAFETY: `val` outlives the call and the length matches its type.
     let r = unsafe {
@@ -121,7 +153,7 @@ pub struct EventSocket {
     fd: OwnedFd,
     waker: EventWaker,
     buf: Vec<u8>,
-    filter: DumpFilter,
+    filter: FlowFilter,
     kernel_filter: bool,
     /// Events of a datagram beyond the `max` of the read that received it.
     pending: Vec<FlowEvent>,
@@ -179,11 +211,17 @@ fn open_socket(mask: u32, rcvbuf: Option<usize>) -> Result<OwnedFd> {
 
 /// Checks the filter's own rules; an event filter takes addresses of either family, but one
 /// filter names one family.
-fn check_filter(filter: &DumpFilter) -> Result<()> {
-    let family = filter
-        .orig_dst
-        .or(filter.reply_src)
-        .map_or(Family::V4, |ip| Family::of(&ip));
+fn check_filter(filter: &FlowFilter) -> Result<()> {
+    let family = [
+        filter.orig.src,
+        filter.orig.dst,
+        filter.reply.src,
+        filter.reply.dst,
+    ]
+    .into_iter()
+    .flatten()
+    .next()
+    .map_or(Family::V4, |m| m.family());
     filter.validate(family)
 }
 
@@ -200,9 +238,7 @@ impl EventSocket {
     pub fn open(netns: Option<&str>, groups: Groups, rcvbuf: Option<usize>) -> Result<Self> {
         let mask = groups.mask();
         if mask == 0 {
-            return Err(Error::InvalidArgument(
-                "an event stream needs at least one of the groups new, update and destroy".into(),
-            ));
+            return Err(no_groups());
         }
         if let Some(n) = rcvbuf {
             if n == 0 || n > MAX_RCVBUF {
@@ -219,7 +255,7 @@ impl EventSocket {
             fd,
             waker: EventWaker::new()?,
             buf: vec![0u8; RECV_BUF],
-            filter: DumpFilter::default(),
+            filter: FlowFilter::default(),
             kernel_filter: false,
             pending: Vec::new(),
             overflows: 0,
@@ -230,7 +266,7 @@ impl EventSocket {
     /// Only events whose flow matches `filter` are returned from now on. The fields the kernel
     /// can check go into a socket filter, so non-matching events never take receive buffer
     /// room; every event is matched again here.
-    pub fn set_filter(&mut self, filter: DumpFilter) -> Result<()> {
+    pub fn set_filter(&mut self, filter: FlowFilter) -> Result<()> {
         check_filter(&filter)?;
         let raw = self.fd.as_raw_fd();
         self.kernel_filter = false;
@@ -433,6 +469,7 @@ fn to_sock_filter(i: &Insn) -> libc::sock_filter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::{AddrMatch, DirectionFilter};
 
     #[test]
     fn groups_are_nl_groups_bits() {
@@ -443,6 +480,18 @@ mod tests {
             destroy: true,
         };
         assert_eq!(destroy.mask(), 4);
+        assert_eq!(Groups::parse(&["destroy", "destroy"]).unwrap(), destroy);
+        assert_eq!(
+            Groups::parse(&["new", "update", "destroy"]).unwrap(),
+            Groups::ALL
+        );
+        let e = Groups::parse(&["new", "NEW"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "groups[1]: unknown event group \"NEW\" (expected new, update or destroy)"
+        );
+        let e = Groups::parse::<&str>(&[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     }
 
     #[test]
@@ -462,26 +511,36 @@ mod tests {
 
     #[test]
     fn a_filter_names_one_family_and_ports_need_a_protocol() {
-        let v4 = "10.0.0.1".parse().ok();
-        let v6 = "fd00::1".parse().ok();
-        let mixed = DumpFilter {
+        let addr = |s| Some(AddrMatch::parse("test", s).unwrap());
+        let mixed = FlowFilter {
             proto: Some(17),
-            orig_dst: v4,
-            reply_src: v6,
+            orig: DirectionFilter {
+                dst: addr("10.0.0.1"),
+                ..Default::default()
+            },
+            reply: DirectionFilter {
+                src: addr("fd00::1"),
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert!(matches!(
             check_filter(&mixed),
             Err(Error::FamilyMismatch(_))
         ));
-        let v6_only = DumpFilter {
-            proto: Some(17),
-            orig_dst: v6,
+        let v6_only = FlowFilter {
+            reply: DirectionFilter {
+                src: addr("fd00::/64"),
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert!(check_filter(&v6_only).is_ok());
-        let port = DumpFilter {
-            orig_dst_port: Some(53),
+        let port = FlowFilter {
+            orig: DirectionFilter {
+                dst_port: Some(53),
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert!(matches!(

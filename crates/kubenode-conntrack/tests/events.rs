@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use common::{dnat, dns_flows, ip, tcp, Netns};
 use kubenode_conntrack::{
-    DumpFilter, EventKind, EventSocket, Family, Flow, FlowEvent, Groups, ReadOutcome,
+    AddrMatch, DirectionFilter, EventKind, EventSocket, Family, Flow, FlowEvent, FlowFilter,
+    Groups, ReadOutcome,
 };
 
 fn open(ns: &Netns, groups: Groups, rcvbuf: Option<usize>) -> EventSocket {
@@ -45,7 +46,7 @@ fn every_flow_once_as_new_and_once_as_destroy() {
         .map(|i| dnat("10.0.0.1", 1000 + i, "10.96.0.10", 53, "10.244.0.5", 5353))
         .collect();
     assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 20);
-    let (listed, _) = ct.list(Family::V4, &DumpFilter::default()).unwrap();
+    let (listed, _) = ct.list(Family::V4, FlowFilter::default()).unwrap();
     assert_eq!(ct.delete(Family::V4, &listed).unwrap().ok, 20);
     let (events, lost) = collect(&mut s, 40);
     assert!(!lost);
@@ -72,7 +73,7 @@ fn only_the_joined_groups_and_the_filtered_protocol_arrive() {
         destroy: true,
     };
     let mut s = open(&ns, destroy_only, None);
-    s.set_filter(DumpFilter {
+    s.set_filter(FlowFilter {
         proto: Some(6),
         ..Default::default()
     })
@@ -84,7 +85,7 @@ fn only_the_joined_groups_and_the_filtered_protocol_arrive() {
         tcp("10.0.0.1", 1001, "10.96.0.11", 80, "10.244.0.7", 8080),
     ];
     assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 2);
-    let (listed, _) = ct.list(Family::V4, &DumpFilter::default()).unwrap();
+    let (listed, _) = ct.list(Family::V4, FlowFilter::default()).unwrap();
     ct.delete(Family::V4, &listed).unwrap();
     let (events, _) = collect(&mut s, 2);
     assert_eq!(sport_kinds(&events), vec![(1001, EventKind::Destroy)]);
@@ -95,12 +96,21 @@ fn the_kernel_filter_drops_other_addresses_before_they_fill_the_buffer() {
     let ns = Netns::new();
     // A buffer too small for the unfiltered burst.
     let mut s = open(&ns, Groups::ALL, Some(4096));
-    s.set_filter(DumpFilter {
+    let addr = |s| Some(AddrMatch::parse("test", s).unwrap());
+    s.set_filter(FlowFilter {
         proto: Some(17),
-        orig_dst: Some(ip("10.96.0.99")),
-        orig_dst_port: Some(53),
-        reply_src: Some(ip("10.244.0.9")),
-        reply_src_port: Some(5353),
+        orig: DirectionFilter {
+            src: addr("10.0.0.0/24"),
+            dst: addr("10.96.0.99"),
+            dst_port: Some(53),
+            ..Default::default()
+        },
+        reply: DirectionFilter {
+            src: addr("10.244.0.9"),
+            src_port: Some(5353),
+            ..Default::default()
+        },
+        ..Default::default()
     })
     .unwrap();
     let mut ct = ns.open();
@@ -148,7 +158,9 @@ fn a_waker_ends_a_blocked_read() {
         w.wake();
     });
     let started = std::time::Instant::now();
-    let r = s.read(&mut Vec::new(), 10, Duration::from_secs(30)).unwrap();
+    let r = s
+        .read(&mut Vec::new(), 10, Duration::from_secs(30))
+        .unwrap();
     assert!(r.woken);
     assert!(started.elapsed() < Duration::from_secs(5));
     t.join().unwrap();
