@@ -3,6 +3,7 @@
 import type {
   ConntrackBatchReport,
   ConntrackCpuStats,
+  ConntrackListFilter,
   ConntrackStats,
   ConntrackStatsTotal,
   Conntrack as NativeConntrack,
@@ -137,6 +138,44 @@ export function toNativeFlow(f: Flow, i: number): NativeFlow {
   };
 }
 
+/** A flow as the binding reports it, in the shape `Conntrack.list` returns. */
+export function fromNativeFlow(f: NativeFlow): Flow {
+  return {
+    protocol: f.protocol,
+    forward: {
+      srcIP: f.forward.srcIp ?? '',
+      dstIP: f.forward.dstIp ?? '',
+      srcPort: f.forward.srcPort,
+      dstPort: f.forward.dstPort,
+    },
+    reverse: {
+      srcIP: f.reverse.srcIp ?? '',
+      dstIP: f.reverse.dstIp ?? '',
+      srcPort: f.reverse.srcPort,
+      dstPort: f.reverse.dstPort,
+    },
+    zone: f.zone,
+    ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
+    mark: f.mark,
+    status: f.status,
+    timeout: f.timeout,
+  };
+}
+
+/** The JS shape of a list filter checked, as the binding takes it. */
+export function nativeListFilter(options: ListOptions): ConntrackListFilter {
+  if (typeof options !== 'object' || options === null) {
+    throw new KubenodeTypeError(`filter must be an object, got ${describe(options)}`);
+  }
+  const { protocol, dstIP, dstPort } = options;
+  if (protocol !== undefined && typeof protocol !== 'string' && typeof protocol !== 'number') {
+    throw new KubenodeTypeError(`protocol must be a string or a number, got ${describe(protocol)}`);
+  }
+  if (dstIP !== undefined) assertString('dstIP', dstIP);
+  if (dstPort !== undefined) assertNumber('dstPort', dstPort);
+  return { protocol, dstIp: dstIP, dstPort };
+}
+
 /**
  * Runs one batched per-flow operation of the handle (`delete`, or the test hook `create`):
  * checks the JS shape of `flows`, crosses once, and throws the outcome's error.
@@ -208,40 +247,16 @@ export class Conntrack {
    */
   async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
     assertString('family', family);
-    const { protocol, dstIP, dstPort } = options;
-    if (protocol !== undefined && typeof protocol !== 'string' && typeof protocol !== 'number') {
-      throw new KubenodeTypeError(`protocol must be a string or a number, got ${describe(protocol)}`);
-    }
-    if (dstIP !== undefined) assertString('dstIP', dstIP);
-    if (dstPort !== undefined) assertNumber('dstPort', dstPort);
+    const filter = nativeListFilter(options);
     let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
     try {
-      task = handleOf(this).list(family, { protocol, dstIp: dstIP, dstPort });
+      task = handleOf(this).list(family, filter);
     } catch (e) {
       throw conntrackError(e);
     }
     const o = outcomeValue(await task);
     return {
-      flows: o.flows.map((f) => ({
-        protocol: f.protocol,
-        forward: {
-          srcIP: f.forward.srcIp ?? '',
-          dstIP: f.forward.dstIp ?? '',
-          srcPort: f.forward.srcPort,
-          dstPort: f.forward.dstPort,
-        },
-        reverse: {
-          srcIP: f.reverse.srcIp ?? '',
-          dstIP: f.reverse.dstIp ?? '',
-          srcPort: f.reverse.srcPort,
-          dstPort: f.reverse.dstPort,
-        },
-        zone: f.zone,
-        ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
-        mark: f.mark,
-        status: f.status,
-        timeout: f.timeout,
-      })),
+      flows: o.flows.map(fromNativeFlow),
       partial: o.partial,
       attempts: o.attempts,
     };

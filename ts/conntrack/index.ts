@@ -32,6 +32,15 @@ export {
   ConntrackUnavailableError,
 } from './errors.js';
 export {
+  type ConntrackEvent,
+  type EventGroup,
+  type EventStream,
+  type EventsOptions,
+  events,
+  type FlowEvent,
+  type LostEvent,
+} from './events.js';
+export {
   endpointsTable,
   type SlicePort,
   serviceEntries,
