@@ -157,7 +157,7 @@ describe('conntrack.events() on the real kernel', () => {
     const tcp = conntrack.events({ netns: ns.path, filter: { protocol: 'tcp' } });
     const udpToVip = conntrack.events({
       netns: ns.path,
-      filter: { protocol: 'udp', dstIP: VIP, dstPort: 53 },
+      filter: { protocol: 'udp', orig: { dst: '10.96.0.0/16', dstPort: 53 } },
     });
     await Promise.all([tcp.ready(), udpToVip.ready()]);
     const [p] = send(1);
@@ -234,12 +234,12 @@ describe('conntrack.events() on the real kernel', () => {
   it('refuses bad shapes with typed errors and bad values on the first next()', async () => {
     expect(() => conntrack.events({ groups: 'new' as never })).toThrow(KubenodeTypeError);
     expect(() => conntrack.events({ bufferSize: '1' as never })).toThrow(KubenodeTypeError);
-    expect(() => conntrack.events({ filter: { dstIP: 1 as never } })).toThrow(KubenodeTypeError);
+    expect(() => conntrack.events({ filter: { orig: { dst: 1 as never } } })).toThrow(KubenodeTypeError);
     const cases: [conntrack.EventsOptions, string][] = [
       [{ groups: ['new', 'created' as never] }, 'groups[1]: unknown event group "created"'],
       [{ groups: [] }, 'at least one of the groups'],
       [{ bufferSize: 0 }, 'bufferSize 0 is out of range'],
-      [{ filter: { dstPort: 53 } }, 'needs a protocol'],
+      [{ filter: { orig: { dstPort: 53 } } }, 'needs a protocol'],
       [{ netns: join(dir, 'missing') }, 'missing'],
     ];
     for (const [opts, msg] of cases) {

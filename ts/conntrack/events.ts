@@ -10,8 +10,9 @@ import type {
 } from '../binding.js';
 import { assertNumber, describe, KubenodeTypeError, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
-import { type Flow, fromNativeFlow, type ListOptions, nativeListFilter } from './client.js';
+import { type Flow, fromNativeFlow } from './client.js';
 import { conntrackError } from './errors.js';
+import { type FlowFilter, toNativeFilter } from './filter.js';
 
 /** The ctnetlink multicast groups: what happened to a flow. */
 export type EventGroup = 'new' | 'update' | 'destroy';
@@ -23,7 +24,7 @@ export interface EventsOptions {
   /** Groups to join (default all three); the kernel sends nothing else. */
   groups?: EventGroup[];
   /** Which flows: the fields the kernel can check are filtered before they are queued. */
-  filter?: ListOptions;
+  filter?: FlowFilter;
   /** Receive buffer in bytes (the kernel doubles it); default: the system's (`rmem_default`). */
   bufferSize?: number;
   /** Most events one read returns (default 256). */
@@ -163,6 +164,8 @@ class Stream implements EventStream {
   }
 
   #take(b: ConntrackEventBatch): void {
+    // Closed meanwhile: what the last read returned is not wanted any more.
+    if (this.#done) return;
     for (const e of b.events) this.#queue.push({ type: e.type, flow: fromNativeFlow(e.flow) });
     if (b.lost) {
       this.#queue.push({ type: 'lost', count: Math.max(1, b.lostTotal - this.#lostSeen) });
@@ -212,7 +215,7 @@ export function events(options: EventsOptions = {}): EventStream {
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new KubenodeTypeError(`signal must be an AbortSignal, got ${describe(signal)}`);
   }
-  const nativeFilter = filter === undefined ? undefined : nativeListFilter(filter);
+  const nativeFilter = filter === undefined ? undefined : toNativeFilter(filter, 'filter');
   if (signal?.aborted) throw signal.reason;
   return new Stream(netns, [...groups], nativeFilter, bufferSize, batchSize, signal);
 }

@@ -12,7 +12,7 @@ use crate::consts::*;
 use crate::error::{from_dump_errno, from_errno, from_io, Error, Result};
 #[cfg(feature = "test-hooks")]
 use crate::fault::Faults;
-use crate::filter::{encode_filtered_dump, FlowFilter};
+use crate::filter::{encode_filtered_dump, AsFlowFilter, FlowFilter};
 use crate::flow::{encode_delete, encode_new, parse_entry_payload, Family, Flow};
 use crate::netns_open::open_in;
 use crate::probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
@@ -122,7 +122,7 @@ impl Conntrack {
         ct
     }
 
-    fn next_seq(&mut self) -> u32 {
+    pub(crate) fn next_seq(&mut self) -> u32 {
         self.seq = self.seq.wrapping_add(1).max(1);
         self.seq
     }
@@ -140,13 +140,13 @@ impl Conntrack {
     pub fn dump<F>(
         &mut self,
         family: Family,
-        filter: impl Into<FlowFilter>,
+        filter: &impl AsFlowFilter,
         mut ev: F,
     ) -> Result<DumpStats>
     where
         F: FnMut(DumpEvent<'_>),
     {
-        let filter = &filter.into();
+        let filter = &filter.to_flow_filter();
         filter.validate(family)?;
         let mut stats = DumpStats::default();
         for attempt in 1..=MAX_DUMP_ATTEMPTS {
@@ -170,7 +170,7 @@ impl Conntrack {
     pub fn list(
         &mut self,
         family: Family,
-        filter: impl Into<FlowFilter>,
+        filter: &impl AsFlowFilter,
     ) -> Result<(Vec<Flow>, DumpStats)> {
         let mut flows = Vec::new();
         let stats = self.dump(family, filter, |ev| match ev {

@@ -246,13 +246,14 @@ impl FlowFilter {
         Ok(())
     }
 
-    /// Whether the kernel is asked to narrow a dump with `CTA_FILTER` (protocol, ports, host
-    /// addresses).
+    /// The tuples of the `CTA_FILTER` the kernel gets (protocol, ports, host addresses; the
+    /// reply tuple only when it has fields), or `None` when there is nothing for it: a zone
+    /// alone still needs an (empty) `CTA_FILTER`, as the kernel reads `CTA_ZONE` only with one.
     fn kernel_tuples(&self) -> Option<(TupleFilter, Option<TupleFilter>)> {
         let orig = self.orig.kernel_part();
         let reply = self.reply.kernel_part();
         let empty = TupleFilter::default();
-        if self.proto.is_none() && orig == empty && reply == empty {
+        if self.proto.is_none() && orig == empty && reply == empty && self.zone.is_none() {
             return None;
         }
         Some((orig, (reply != empty).then_some(reply)))
@@ -278,15 +279,21 @@ impl From<DumpFilter> for FlowFilter {
     }
 }
 
-impl From<&DumpFilter> for FlowFilter {
-    fn from(d: &DumpFilter) -> Self {
-        FlowFilter::from(*d)
+/// Anything a dump can be filtered by: the general filter, or the reconciler's narrower
+/// [`DumpFilter`].
+pub trait AsFlowFilter {
+    fn to_flow_filter(&self) -> FlowFilter;
+}
+
+impl AsFlowFilter for FlowFilter {
+    fn to_flow_filter(&self) -> FlowFilter {
+        *self
     }
 }
 
-impl From<&FlowFilter> for FlowFilter {
-    fn from(f: &FlowFilter) -> Self {
-        *f
+impl AsFlowFilter for DumpFilter {
+    fn to_flow_filter(&self) -> FlowFilter {
+        FlowFilter::from(*self)
     }
 }
 
@@ -295,8 +302,8 @@ impl From<&FlowFilter> for FlowFilter {
 /// - `CTA_FILTER` with the original/reply tuples (Linux ≥ 5.8) for protocol, ports and host
 ///   addresses; CIDRs wider than one host cannot be expressed and stay in Rust;
 /// - `CTA_MARK` + `CTA_MARK_MASK`: the kernel keeps flows with `mark & mask == value`;
-/// - `CTA_ZONE`: read by kernels with `CTA_FILTER` (zone 0 there means "any zone", which only
-///   widens the result).
+/// - `CTA_ZONE` (with a `CTA_FILTER`, empty if need be): kernels with `CTA_FILTER` keep the
+///   flows of that zone (zone 0 there means "any zone", which only widens the result).
 ///
 /// Labels have no kernel-side filter. Kernels without a part of this ignore it, which only
 /// widens what they send.
@@ -307,7 +314,11 @@ pub fn encode_filter_attrs(b: &mut MsgBuf, filter: &FlowFilter) {
             Some(p) => (p, true),
             None => (0, false),
         };
-        let orig_flags = put_kernel_tuple(b, CTA_TUPLE_ORIG, proto, with_proto, &orig);
+        let orig_flags = if with_proto || orig != TupleFilter::default() {
+            put_kernel_tuple(b, CTA_TUPLE_ORIG, proto, with_proto, &orig)
+        } else {
+            0
+        };
         let reply_flags = match reply {
             Some(r) => put_kernel_tuple(b, CTA_TUPLE_REPLY, proto, with_proto, &r),
             None => 0,

@@ -345,5 +345,5 @@ pub(crate) fn put_filter_flags(b: &mut MsgBuf, orig: u32, reply: u32) {
 
 /// Encodes a dump request (GET + DUMP) for `family`, with `CTA_FILTER` when `filter` has fields.
 pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32) {
-    crate::filter::encode_filtered_dump(b, family, &filter.into(), seq);
+    crate::filter::encode_filtered_dump(b, family, &(*filter).into(), seq);
 }

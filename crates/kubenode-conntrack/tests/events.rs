@@ -46,7 +46,7 @@ fn every_flow_once_as_new_and_once_as_destroy() {
         .map(|i| dnat("10.0.0.1", 1000 + i, "10.96.0.10", 53, "10.244.0.5", 5353))
         .collect();
     assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 20);
-    let (listed, _) = ct.list(Family::V4, FlowFilter::default()).unwrap();
+    let (listed, _) = ct.list(Family::V4, &FlowFilter::default()).unwrap();
     assert_eq!(ct.delete(Family::V4, &listed).unwrap().ok, 20);
     let (events, lost) = collect(&mut s, 40);
     assert!(!lost);
@@ -85,7 +85,7 @@ fn only_the_joined_groups_and_the_filtered_protocol_arrive() {
         tcp("10.0.0.1", 1001, "10.96.0.11", 80, "10.244.0.7", 8080),
     ];
     assert_eq!(ct.create(Family::V4, &flows).unwrap().ok, 2);
-    let (listed, _) = ct.list(Family::V4, FlowFilter::default()).unwrap();
+    let (listed, _) = ct.list(Family::V4, &FlowFilter::default()).unwrap();
     ct.delete(Family::V4, &listed).unwrap();
     let (events, _) = collect(&mut s, 2);
     assert_eq!(sport_kinds(&events), vec![(1001, EventKind::Destroy)]);

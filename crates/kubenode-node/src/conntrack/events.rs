@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 use kubenode_conntrack::{
-    Error as CtError, EventKind, EventSocket, EventWaker, FlowFilter, Groups, MAX_RCVBUF,
+    Error as CtError, EventKind, EventSocket, EventWaker, Groups, MAX_RCVBUF,
 };
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
@@ -131,13 +131,12 @@ impl OpenEvents {
             .map(|n| convert::index("bufferSize", n, MAX_RCVBUF as u64))
             .transpose()?
             .map(|n| n as usize);
-        let filter: FlowFilter = self
+        let filter = self
             .filter
             .take()
             .map(filter_in)
             .transpose()?
-            .unwrap_or_default()
-            .into();
+            .unwrap_or_default();
         let mut s = EventSocket::open(self.netns.as_deref(), groups, rcvbuf).map_err(to_js)?;
         s.set_filter(filter).map_err(to_js)?;
         Ok(s)
