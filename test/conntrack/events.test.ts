@@ -214,11 +214,11 @@ describe('conntrack.events() on the real kernel', () => {
     const waiting = conntrack.events({ netns: ns.path, groups: ['new'] });
     await waiting.ready();
     const pending = waiting.next();
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 50));
     const t0 = Date.now();
     waiting.close();
     expect(await pending).toEqual({ value: undefined, done: true });
-    expect(Date.now() - t0).toBeLessThan(900);
+    expect(Date.now() - t0).toBeLessThan(700);
     expect(netlinkSockets()).toBe(before);
   });
 
