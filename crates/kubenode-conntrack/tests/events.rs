@@ -165,3 +165,39 @@ fn a_waker_ends_a_blocked_read() {
     assert!(started.elapsed() < Duration::from_secs(5));
     t.join().unwrap();
 }
+
+#[test]
+fn the_kernel_filter_reads_ipv6_cidrs_and_the_mark() {
+    let ns = Netns::new();
+    let mut s = open(&ns, Groups::ALL, Some(4096));
+    let addr = |s| Some(AddrMatch::parse("test", s).unwrap());
+    s.set_filter(FlowFilter {
+        proto: Some(17),
+        reply: DirectionFilter {
+            src: addr("fd00:244::/64"),
+            ..Default::default()
+        },
+        mark: Some(kubenode_conntrack::Masked {
+            value: 0x40,
+            mask: 0xf0,
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(s.kernel_filter());
+    let mut ct = ns.open();
+    let mut other_backend: Vec<Flow> = (0..500)
+        .map(|i| dnat("fd00::1", 1000 + i, "fd00:96::a", 53, "fd00:245::5", 5353))
+        .collect();
+    let mut wrong_mark = dnat("fd00::1", 1, "fd00:96::a", 53, "fd00:244::5", 5353);
+    wrong_mark.mark = 0x80;
+    other_backend.push(wrong_mark);
+    assert_eq!(ct.create(Family::V6, &other_backend).unwrap().ok, 501);
+    let mut wanted = dnat("fd00::1", 2, "fd00:96::a", 53, "fd00:244::7", 5353);
+    wanted.mark = 0x41;
+    assert_eq!(ct.create(Family::V6, &[wanted]).unwrap().ok, 1);
+    let (events, lost) = collect(&mut s, 1);
+    assert!(!lost, "the filtered burst overflowed the buffer");
+    assert_eq!(sport_kinds(&events), vec![(2, EventKind::New)]);
+    assert_eq!(events[0].flow.reply.src, Some(ip("fd00:244::7")));
+}
