@@ -105,6 +105,94 @@ function progressBar(ct: conntrack.Conntrack): () => void {
   };
 }
 
+/** The filter flags of `list`, `delete` and `flush`, conntrack-tool-like. */
+interface FilterFlags {
+  protocol?: string;
+  origSrc?: string;
+  origDst?: string;
+  dst?: string;
+  replySrc?: string;
+  replyDst?: string;
+  sport?: string;
+  dport?: string;
+  replyPortSrc?: string;
+  replyPortDst?: string;
+  zone?: string;
+  mark?: string;
+  label?: string;
+}
+
+function addFilterOptions(cmd: Command): Command {
+  return cmd
+    .option('-p, --protocol <proto>', 'udp, tcp, sctp or a protocol number')
+    .option('-s, --orig-src <ip|cidr>', 'original source address or CIDR')
+    .option('-d, --orig-dst <ip|cidr>', 'original destination address or CIDR')
+    .option('--dst <ip|cidr>', 'the same as --orig-dst')
+    .option('-r, --reply-src <ip|cidr>', 'reply source address or CIDR (the DNAT target)')
+    .option('-q, --reply-dst <ip|cidr>', 'reply destination address or CIDR')
+    .option('--sport <port>', 'original source port (needs -p)')
+    .option('--dport <port>', 'original destination port (needs -p)')
+    .option('--reply-port-src <port>', 'reply source port (needs -p)')
+    .option('--reply-port-dst <port>', 'reply destination port (needs -p)')
+    .option('-w, --zone <zone>', 'conntrack zone')
+    .option('-m, --mark <value[/mask]>', 'connection mark, decimal or 0x hex, with an optional mask')
+    .option('-l, --label <bits>', 'comma-separated label bit numbers, all of which must be set');
+}
+
+/** An unsigned integer flag (decimal, or 0x hex where `hex`); ranges are the core's to check. */
+function uintFlag(flag: string, v: string, hex = false): number {
+  const ok = hex ? /^(0x[0-9a-f]+|\d+)$/i : /^\d+$/;
+  if (!ok.test(v)) badInput(`${flag}: invalid number ${JSON.stringify(v)}`);
+  return Number(v);
+}
+
+/** The filter the flags name; a malformed number exits 2 (addresses are checked by the core). */
+function filterFromFlags(o: FilterFlags): conntrack.FlowFilter {
+  if (o.dst !== undefined && o.origDst !== undefined) badInput('give --dst or --orig-dst, not both');
+  const dir = (src?: string, dst?: string, sport?: string, dport?: string, names = ['', '']) => {
+    const d: conntrack.DirectionFilter = {
+      ...(src !== undefined ? { src } : {}),
+      ...(dst !== undefined ? { dst } : {}),
+      ...(sport !== undefined ? { srcPort: uintFlag(names[0] as string, sport) } : {}),
+      ...(dport !== undefined ? { dstPort: uintFlag(names[1] as string, dport) } : {}),
+    };
+    return Object.keys(d).length ? d : undefined;
+  };
+  const orig = dir(o.origSrc, o.origDst ?? o.dst, o.sport, o.dport, ['--sport', '--dport']);
+  const reply = dir(o.replySrc, o.replyDst, o.replyPortSrc, o.replyPortDst, [
+    '--reply-port-src',
+    '--reply-port-dst',
+  ]);
+  const f: conntrack.FlowFilter = {};
+  if (o.protocol !== undefined)
+    f.protocol = (/^\d+$/.test(o.protocol) ? Number(o.protocol) : o.protocol) as conntrack.FilterProtocol;
+  if (orig) f.orig = orig;
+  if (reply) f.reply = reply;
+  if (o.zone !== undefined) f.zone = uintFlag('--zone', o.zone);
+  if (o.mark !== undefined) {
+    const [value, mask, extra] = o.mark.split('/');
+    if (extra !== undefined) badInput(`--mark: want value[/mask], got ${JSON.stringify(o.mark)}`);
+    f.mark = {
+      value: uintFlag('--mark', value ?? '', true),
+      ...(mask !== undefined ? { mask: uintFlag('--mark', mask, true) } : {}),
+    };
+  }
+  if (o.label !== undefined) {
+    let bits = 0n;
+    for (const b of o.label.split(',')) bits |= 1n << BigInt(uintFlag('--label', b.trim()));
+    f.labels = { value: bits, mask: bits };
+  }
+  return f;
+}
+
+function fmtRemoved(r: conntrack.FilterDeleteResult): string {
+  const how = r.path === 'kernel' ? 'kernel flush' : `matched ${r.matched}`;
+  return (
+    `${how}, deleted ${r.deleted}${r.notFound ? ` (${r.notFound} already gone)` : ''}` +
+    `${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}${r.partial ? ' [partial listing]' : ''}`
+  );
+}
+
 /** Flags of the one-shot commands. */
 interface TableFlags {
   family?: string;
@@ -136,24 +224,19 @@ export function registerConntrack(program: Command): void {
     .description('conntrack table: list, stats, stale UDP flow cleanup, reconciler');
 
   addOutputOption(
-    ct
-      .command('list')
-      .description('list conntrack entries (like conntrack -L)')
-      .option('-p, --protocol <proto>', 'udp, tcp, sctp or a protocol number')
-      .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
-      .option('--dst <ip>', 'original destination IP (needs -p)')
-      .option('--dport <port>', 'original destination port (needs -p)')
-      .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
-  ).action(async (o: TableFlags & { protocol?: string; dst?: string; dport?: string }) => {
+    addFilterOptions(
+      ct
+        .command('list')
+        .description('list conntrack entries (like conntrack -L)')
+        .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
+        .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
+    ),
+  ).action(async (o: TableFlags & FilterFlags) => {
     const fmt = outputFormat(o);
     const fam = family(o.family);
+    const filter = filterFromFlags(o);
     await withHandle(o.netns, async (handle) => {
-      const proto = o.protocol && /^\d+$/.test(o.protocol) ? Number(o.protocol) : o.protocol;
-      const r = await handle.list(fam, {
-        ...(proto !== undefined ? { protocol: proto as conntrack.ListOptions['protocol'] } : {}),
-        ...(o.dst ? { dstIP: o.dst } : {}),
-        ...(o.dport ? { dstPort: Number(o.dport) } : {}),
-      });
+      const r = await handle.list(fam, filter);
       if (fmt !== 'text') printStructured(fmt, r);
       else {
         for (const f of r.flows) out(`${fmtFlow(f)}\n`);
@@ -161,6 +244,35 @@ export function registerConntrack(program: Command): void {
       }
     });
   });
+
+  const removal = (name: 'delete' | 'flush', description: string) =>
+    addOutputOption(
+      addFilterOptions(
+        ct
+          .command(name)
+          .description(description)
+          .option('-f, --family <family>', 'ipv4 or ipv6', 'ipv4')
+          .option('--netns <path>', 'network namespace file, e.g. /var/run/netns/NAME'),
+      ),
+    ).action(async (o: TableFlags & FilterFlags) => {
+      const fmt = outputFormat(o);
+      const fam = family(o.family);
+      const filter = filterFromFlags(o);
+      if (name === 'delete' && Object.keys(filter).length === 0)
+        badInput('delete needs a filter (flush empties the table)');
+      await withHandle(o.netns, async (handle) => {
+        const r =
+          name === 'delete' ? await handle.deleteMatching(fam, filter) : await handle.flush(fam, filter);
+        if (fmt !== 'text') printStructured(fmt, r);
+        else out(`${fmtRemoved(r)}\n`);
+        if (r.failed > 0) process.exitCode = 1;
+      });
+    });
+  removal('delete', 'delete the entries a filter matches (like conntrack -D)');
+  removal(
+    'flush',
+    "empty the family's table, or delete what a filter matches in one kernel request where it can (like conntrack -F)",
+  );
 
   addOutputOption(
     ct
@@ -264,6 +376,10 @@ export function registerConntrack(program: Command): void {
       'serve /metrics on http://HOST:PORT (empty: off; one listener when equal to --healthz-bind-address)',
       '127.0.0.1:10277',
     )
+    .option(
+      '--conntrack-purge-pod-ips',
+      'when an endpoint address leaves every EndpointSlice, delete all its flows, TCP too (off by default: kube-proxy leaves TCP flows to time out)',
+    )
     .option('--node-name <name>', "this node's name: failed passes become Warning Events on the Node")
     .option('--hostname-override <name>', "kube-proxy's spelling of --node-name")
     .option(
@@ -284,6 +400,7 @@ export function registerConntrack(program: Command): void {
           nodeName?: string;
           hostnameOverride?: string;
           conntrackFullThreshold: string;
+          conntrackPurgePodIps?: boolean;
         },
       ) => {
         const k8s = kubernetesVersion(o.kubernetesVersion);
@@ -322,6 +439,14 @@ export function registerConntrack(program: Command): void {
             minSyncPeriodMs: period,
             nodeName,
             fullThreshold: threshold,
+            purgePodIPs: o.conntrackPurgePodIps ?? false,
+            onPurge: (fam, p) =>
+              json
+                ? log.info(0, 'Purged flows of removed pod IPs', { ipFamily: fam, ips: p.ips, ...p.result })
+                : textLine(
+                    out,
+                    `${new Date().toISOString()} ${fam}: pod IPs gone ${p.ips.join(',')}${p.result ? `: ${fmtRemoved(p.result)}` : ' (dry run)'}`,
+                  ),
             metrics: conntrack.conntrackMetrics(registry),
             onSync: (fam, res) =>
               json

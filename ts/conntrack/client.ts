@@ -3,6 +3,7 @@
 import type {
   ConntrackBatchReport,
   ConntrackCpuStats,
+  ConntrackFilterDeleteReport,
   ConntrackStats,
   ConntrackStatsTotal,
   Conntrack as NativeConntrack,
@@ -10,6 +11,7 @@ import type {
 import { assertString, describe, KubenodeTypeError, outcomeValue } from '../errors.js';
 import { native } from '../native.js';
 import { ConntrackClosedError, conntrackError } from './errors.js';
+import { type FilterProtocol, type FlowFilter, toNativeFilter } from './filter.js';
 import { assertNumber, type IPFamily } from './tables.js';
 
 /** One direction of a flow. */
@@ -42,15 +44,17 @@ export interface Flow {
   status: number;
   /** Seconds left. */
   timeout: number;
+  /** Connection labels (bit n is label n); absent when the flow has none. */
+  labels?: bigint;
 }
 
 /** Filter of `Conntrack.list`; empty lists every entry of the family. */
-export interface ListOptions {
+export interface ListOptions extends FlowFilter {
   /** Protocol name or number; filtered in the kernel and again in user space. */
-  protocol?: 'udp' | 'tcp' | 'sctp' | 'UDP' | 'TCP' | 'SCTP' | number;
-  /** Original destination IP (needs `protocol`). */
+  protocol?: FilterProtocol;
+  /** Original destination IP: the older spelling of `orig.dst`. */
   dstIP?: string;
-  /** Original destination port (needs `protocol`). */
+  /** Original destination port (needs `protocol`): the older spelling of `orig.dstPort`. */
   dstPort?: number;
 }
 
@@ -74,6 +78,30 @@ export interface DeleteResult {
   failed: number;
   /** The first failure's message, when any failed. */
   firstError?: string;
+}
+
+/** Result of `Conntrack.deleteMatching`, `flush` and `purgeIps`. */
+export interface FilterDeleteResult {
+  /**
+   * `kernel`: one flush request, the kernel walked the table; `dumpDelete`: a filtered dump,
+   * then deletes of the matches by exact tuple.
+   */
+  path: 'kernel' | 'dumpDelete';
+  /** Flows the dumps matched (0 on the kernel path). */
+  matched: number;
+  /**
+   * Deleted now or already gone. On the kernel path, the drop of the namespace's entry count
+   * over the request (the kernel reports no count).
+   */
+  deleted: number;
+  /** Of `deleted`, the flows already gone. */
+  notFound: number;
+  /** Flows the kernel refused to delete. */
+  failed: number;
+  /** The first failure's message, when any failed. */
+  firstError?: string;
+  /** A dump stayed interrupted: flows may have been missed. */
+  partial: boolean;
 }
 
 /** Options of `Conntrack.open`. */
@@ -134,6 +162,31 @@ export function toNativeFlow(f: Flow, i: number): NativeFlow {
     mark: assertNumber(`flows[${i}].mark`, f.mark ?? 0),
     status: assertNumber(`flows[${i}].status`, f.status ?? 0),
     timeout: assertNumber(`flows[${i}].timeout`, f.timeout ?? 0),
+  };
+}
+
+/** A flow as the binding reports it, in the shape `Conntrack.list` returns. */
+export function fromNativeFlow(f: NativeFlow): Flow {
+  return {
+    protocol: f.protocol,
+    forward: {
+      srcIP: f.forward.srcIp ?? '',
+      dstIP: f.forward.dstIp ?? '',
+      srcPort: f.forward.srcPort,
+      dstPort: f.forward.dstPort,
+    },
+    reverse: {
+      srcIP: f.reverse.srcIp ?? '',
+      dstIP: f.reverse.dstIp ?? '',
+      srcPort: f.reverse.srcPort,
+      dstPort: f.reverse.dstPort,
+    },
+    zone: f.zone,
+    ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
+    mark: f.mark,
+    status: f.status,
+    timeout: f.timeout,
+    ...(f.labels === undefined || f.labels === null ? {} : { labels: f.labels }),
   };
 }
 
@@ -208,40 +261,16 @@ export class Conntrack {
    */
   async list(family: IPFamily, options: ListOptions = {}): Promise<ListResult> {
     assertString('family', family);
-    const { protocol, dstIP, dstPort } = options;
-    if (protocol !== undefined && typeof protocol !== 'string' && typeof protocol !== 'number') {
-      throw new KubenodeTypeError(`protocol must be a string or a number, got ${describe(protocol)}`);
-    }
-    if (dstIP !== undefined) assertString('dstIP', dstIP);
-    if (dstPort !== undefined) assertNumber('dstPort', dstPort);
+    const filter = toNativeFilter(options, 'options');
     let task: Promise<Awaited<ReturnType<NativeConntrack['list']>>>;
     try {
-      task = handleOf(this).list(family, { protocol, dstIp: dstIP, dstPort });
+      task = handleOf(this).list(family, filter);
     } catch (e) {
       throw conntrackError(e);
     }
     const o = outcomeValue(await task);
     return {
-      flows: o.flows.map((f) => ({
-        protocol: f.protocol,
-        forward: {
-          srcIP: f.forward.srcIp ?? '',
-          dstIP: f.forward.dstIp ?? '',
-          srcPort: f.forward.srcPort,
-          dstPort: f.forward.dstPort,
-        },
-        reverse: {
-          srcIP: f.reverse.srcIp ?? '',
-          dstIP: f.reverse.dstIp ?? '',
-          srcPort: f.reverse.srcPort,
-          dstPort: f.reverse.dstPort,
-        },
-        zone: f.zone,
-        ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
-        mark: f.mark,
-        status: f.status,
-        timeout: f.timeout,
-      })),
+      flows: o.flows.map(fromNativeFlow),
       partial: o.partial,
       attempts: o.attempts,
     };
@@ -260,6 +289,60 @@ export class Conntrack {
       notFound: o.notFound,
       failed: o.failed,
       ...(o.firstError ? { firstError: o.firstError } : {}),
+    };
+  }
+
+  /**
+   * Deletes every flow of `family` that `filter` matches: one dump with the filter (narrowed
+   * in the kernel where it can), then deletes of the matches by exact tuple, batched. An
+   * empty filter matches every flow; `flush` empties a table faster.
+   */
+  async deleteMatching(family: IPFamily, filter: FlowFilter): Promise<FilterDeleteResult> {
+    assertString('family', family);
+    if (filter === undefined) throw new KubenodeTypeError('filter must be an object, got undefined');
+    const f = toNativeFilter(filter);
+    return this.#filterDelete(() => handleOf(this).deleteMatching(family, f));
+  }
+
+  /**
+   * Deletes the flows of `family` that `filter` matches, every one without a filter (that
+   * family's table only). One kernel flush request when the kernel can apply the whole filter
+   * exactly (no filter, a mark, or on kernels with filtered flush also protocol, ports, single
+   * addresses and zone); else, or when the kernel refuses it, as `deleteMatching`.
+   */
+  async flush(family: IPFamily, filter?: FlowFilter): Promise<FilterDeleteResult> {
+    assertString('family', family);
+    const f = filter === undefined ? undefined : toNativeFilter(filter);
+    return this.#filterDelete(() => handleOf(this).flush(family, f));
+  }
+
+  /**
+   * Deletes every flow of `ips` in `family`: any protocol, with the address as original or
+   * reply source or destination (the opt-in pod-IP purge).
+   */
+  async purgeIps(family: IPFamily, ips: string[]): Promise<FilterDeleteResult> {
+    assertString('family', family);
+    if (!Array.isArray(ips)) throw new KubenodeTypeError(`ips must be an array, got ${describe(ips)}`);
+    for (const [i, ip] of ips.entries()) assertString(`ips[${i}]`, ip);
+    return this.#filterDelete(() => handleOf(this).purgeIps(family, ips));
+  }
+
+  async #filterDelete(start: () => Promise<unknown>): Promise<FilterDeleteResult> {
+    let task: ReturnType<NativeConntrack['flush']>;
+    try {
+      task = start() as ReturnType<NativeConntrack['flush']>;
+    } catch (e) {
+      throw conntrackError(e);
+    }
+    const o: ConntrackFilterDeleteReport = outcomeValue(await task, 'conntrack');
+    return {
+      path: o.path,
+      matched: o.matched,
+      deleted: o.deleted,
+      notFound: o.notFound,
+      failed: o.failed,
+      ...(o.firstError ? { firstError: o.firstError } : {}),
+      partial: o.partial,
     };
   }
 

@@ -16,6 +16,7 @@ export {
   Conntrack,
   type CpuStats,
   type DeleteResult,
+  type FilterDeleteResult,
   type Flow,
   type FlowTuple,
   type ListOptions,
@@ -31,6 +32,16 @@ export {
   ConntrackPermissionError,
   ConntrackUnavailableError,
 } from './errors.js';
+export {
+  type ConntrackEvent,
+  type EventGroup,
+  type EventStream,
+  type EventsOptions,
+  events,
+  type FlowEvent,
+  type LostEvent,
+} from './events.js';
+export type { DirectionFilter, FilterProtocol, FlowFilter } from './filter.js';
 export {
   endpointsTable,
   type SlicePort,
@@ -50,6 +61,7 @@ export {
   WATCH_RESTARTS_TOTAL,
   watchRestartsMetric,
 } from './metrics.js';
+export { goneIps, type PurgeResult, sliceAddresses } from './purge.js';
 export { CleanupGate, type ReconcilerOptions, StaleFlowReconciler } from './reconciler.js';
 export { conntrackKubernetesVersion } from './release.js';
 export {

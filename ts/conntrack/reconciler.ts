@@ -24,6 +24,7 @@ import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack, type TableStats } from './client.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
+import { PodIpPurge, type PurgeResult } from './purge.js';
 import { conntrackKubernetesVersion } from './release.js';
 import { checkFullThreshold, REASON_TABLE_NEARLY_FULL, TableHealth } from './table-health.js';
 import type { IPFamily } from './tables.js';
@@ -84,6 +85,14 @@ export interface ReconcilerOptions {
   fullThreshold?: number;
   /** How often the table's count is read for that warning (default 10000 ms). */
   tableCheckPeriodMs?: number;
+  /**
+   * Opt-in (default false), Calico's approach: when an endpoint address leaves every
+   * EndpointSlice, delete all its flows, TCP too, in either direction. Upstream kube-proxy
+   * deletes only UDP flows and leaves TCP flows to time out on purpose.
+   */
+  purgePodIPs?: boolean;
+  /** Called after each purge that found addresses gone (with `purgePodIPs`). */
+  onPurge?: (family: IPFamily, purge: PurgeResult) => void;
 }
 
 export const REASON_CLEANUP_FAILED = 'ConntrackCleanupFailed';
@@ -159,6 +168,7 @@ export class StaleFlowReconciler {
   /** Families whose last pass failed: the next resync retries them even with no change. */
   readonly #owed = new Set<IPFamily>();
   #health: TableHealth | undefined;
+  readonly #purge = new PodIpPurge();
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
@@ -364,6 +374,7 @@ export class StaleFlowReconciler {
     for (const family of this.#families) {
       const gate = this.#gates.get(family);
       if (!gate) continue;
+      if (this.#opts.purgePodIPs) await this.#purgeGone(ct, family, slices);
       const entries = services.flatMap((s) => serviceEntries(s, family));
       const anyUdp = udpPortKeys(slices, family).size > 0;
       const required = gate.take((svc) => udpPortKeys(this.#slicesOf(svc), family).size > 0, anyUdp);
@@ -395,6 +406,16 @@ export class StaleFlowReconciler {
         this.#opts.metrics?.failedPasses?.inc({ ip_family: family });
         this.#report(e);
       }
+    }
+  }
+
+  /** The opt-in purge of the flows of addresses gone from every slice; failures go to onError. */
+  async #purgeGone(ct: Conntrack, family: IPFamily, slices: V1EndpointSlice[]): Promise<void> {
+    try {
+      const p = await this.#purge.run(ct, family, slices, this.#opts.dryRun ?? false);
+      if (p) this.#opts.onPurge?.(family, p);
+    } catch (e) {
+      this.#report(e);
     }
   }
 

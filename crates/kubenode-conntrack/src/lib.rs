@@ -16,13 +16,20 @@ mod consts;
 mod cost;
 mod error;
 mod event;
+mod event_bpf;
+mod event_msg;
+mod events;
 mod fault;
+mod filter;
 mod flow;
+mod flush;
 mod handle;
 mod hash;
+mod netns_open;
 mod plan;
 mod probe;
 mod progress;
+mod purge;
 mod report;
 mod socket;
 mod stale;
@@ -38,17 +45,26 @@ pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{EventKind, FlowEvent};
+pub use event_bpf::{program as event_filter_program, Insn};
+pub use event_msg::{event_kind, parse_event};
+pub use events::{EventSocket, EventWaker, Groups, ReadOutcome, MAX_RCVBUF};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
+pub use filter::{
+    encode_filter_attrs, encode_filtered_dump, AddrMatch, AsFlowFilter, DirectionFilter,
+    FlowFilter, Masked,
+};
 pub use flow::{
     check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
     DumpFilter, Family, Flow, Tuple,
 };
+pub use flush::{FilterDeleteReport, FlushPath};
 pub use handle::{ConntrackHandle, Handle, Session};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
 pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
 pub use probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 pub use progress::{Progress, ProgressReport, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
+pub use purge::{flow_has_ip, gone_ips};
 pub use report::{CleanOptions, CleanPath, CleanReport, FullReason};
 pub use stale::{
     is_headless, Endpoint, EndpointEntry, Protocol, Service, ServiceEntry, ServicePort,

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use kubenode_conntrack::{
-    parse_ip, protocol_number, DumpFilter, EndpointEntry, Error as CtError, ErrorKind as CoreKind,
-    Flow, ServiceEntry, Tuple,
+    parse_ip, protocol_number, AddrMatch, DirectionFilter, EndpointEntry, Error as CtError,
+    ErrorKind as CoreKind, Flow, FlowFilter, Masked, ServiceEntry, Tuple,
 };
-use napi::bindgen_prelude::Either;
+use napi::bindgen_prelude::{BigInt, Either};
 
 use super::types::*;
 use crate::convert;
@@ -61,6 +61,17 @@ pub fn flow_out(f: &Flow) -> ConntrackFlow {
         mark: f.mark.into(),
         status: f.status.into(),
         timeout: f.timeout.into(),
+        labels: (f.labels != 0).then(|| BigInt::from(f.labels)),
+    }
+}
+
+/// A label set: an integer in `[0, 2^128)`.
+fn labels_of(what: &str, v: &BigInt) -> Result<u128> {
+    match v.get_u128() {
+        (false, n, true) => Ok(n),
+        _ => Err(to_js(CtError::InvalidArgument(format!(
+            "{what} must be a non-negative integer below 2^128"
+        )))),
     }
 }
 
@@ -90,20 +101,93 @@ pub fn flow_in(i: usize, f: &ConntrackFlow) -> Result<Flow> {
         mark: u32_of(&what("mark"), f.mark)?,
         status: u32_of(&what("status"), f.status)?,
         timeout: u32_of(&what("timeout"), f.timeout)?,
+        labels: f
+            .labels
+            .as_ref()
+            .map(|l| labels_of(&what("labels"), l))
+            .transpose()?
+            .unwrap_or(0),
     })
 }
 
-pub fn filter_in(x: ConntrackListFilter) -> Result<DumpFilter> {
+fn direction_in(what: &str, d: Option<&ConntrackDirectionFilter>) -> Result<DirectionFilter> {
+    let Some(d) = d else {
+        return Ok(DirectionFilter::default());
+    };
+    let addr = |name: &str, v: &Option<String>| -> Result<Option<AddrMatch>> {
+        v.as_deref()
+            .map(|s| AddrMatch::parse(&format!("{what}.{name}"), s).map_err(to_js))
+            .transpose()
+    };
+    let port =
+        |name: &str, v: Option<f64>| v.map(|p| port(&format!("{what}.{name}"), p)).transpose();
+    Ok(DirectionFilter {
+        src: addr("src", &d.src)?,
+        dst: addr("dst", &d.dst)?,
+        src_port: port("srcPort", d.src_port)?,
+        dst_port: port("dstPort", d.dst_port)?,
+    })
+}
+
+/// The JS filter as the core's; `dstIP`/`dstPort` are the older spelling of `orig.dst` and
+/// `orig.dstPort`. The core validates the result against the family.
+pub fn filter_in(x: ConntrackListFilter) -> Result<FlowFilter> {
     let proto = match x.protocol {
         None => None,
         Some(Either::A(name)) => Some(protocol_number(&name).map_err(to_js)?),
         Some(Either::B(n)) => Some(convert::index("protocol", n, 255)? as u8),
     };
-    Ok(DumpFilter {
+    let mut orig = direction_in("orig", x.orig.as_ref())?;
+    if let Some(ip) = x.dst_ip.as_deref() {
+        if orig.dst.is_some() {
+            return Err(to_js(CtError::InvalidArgument(
+                "give dstIP or orig.dst, not both".into(),
+            )));
+        }
+        orig.dst = Some(AddrMatch::parse("dstIP", ip).map_err(to_js)?);
+    }
+    if let Some(p) = x.dst_port {
+        if orig.dst_port.is_some() {
+            return Err(to_js(CtError::InvalidArgument(
+                "give dstPort or orig.dstPort, not both".into(),
+            )));
+        }
+        orig.dst_port = Some(port("dstPort", p)?);
+    }
+    let mark = match &x.mark {
+        None => None,
+        Some(m) => Some(Masked {
+            value: u32_of("mark.value", m.value)?,
+            mask: m
+                .mask
+                .map(|v| u32_of("mark.mask", v))
+                .transpose()?
+                .unwrap_or(u32::MAX),
+        }),
+    };
+    let labels = match &x.labels {
+        None => None,
+        Some(l) => Some(Masked {
+            value: labels_of("labels.value", &l.value)?,
+            mask: l
+                .mask
+                .as_ref()
+                .map(|m| labels_of("labels.mask", m))
+                .transpose()?
+                .unwrap_or(u128::MAX),
+        }),
+    };
+    Ok(FlowFilter {
         proto,
-        orig_dst: x.dst_ip.as_deref().map(|s| ip("dstIP", s)).transpose()?,
-        orig_dst_port: x.dst_port.map(|p| port("dstPort", p)).transpose()?,
-        ..Default::default()
+        orig,
+        reply: direction_in("reply", x.reply.as_ref())?,
+        zone: x
+            .zone
+            .map(|z| convert::index("zone", z, 65535))
+            .transpose()?
+            .map(|z| z as u16),
+        mark,
+        labels,
     })
 }
 

@@ -9,7 +9,7 @@ use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
 
-use super::tasks::{Batch, Clean, Job, List, Queued, StatsTask};
+use super::tasks::{Batch, Clean, FilterDelete, FilterOp, Job, List, Purge, Queued, StatsTask};
 use super::types::*;
 use crate::errors::Outcome;
 
@@ -64,6 +64,45 @@ impl JsConntrack {
                 op: |s, family, flows| s.ct.delete(family, flows),
             },
         )
+    }
+
+    /// Deletes the flows `filter` matches: a filtered dump, then deletes by exact tuple.
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackFilterDeleteReport>>")]
+    pub fn delete_matching(
+        &self,
+        family: String,
+        filter: ConntrackListFilter,
+    ) -> AsyncTask<Queued<FilterDelete>> {
+        self.queue(
+            family,
+            FilterDelete {
+                filter: Some(filter),
+                op: FilterOp::Delete,
+            },
+        )
+    }
+
+    /// Deletes the family's flows that `filter` matches (all without one), in one kernel
+    /// request where the kernel can apply the filter exactly.
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackFilterDeleteReport>>")]
+    pub fn flush(
+        &self,
+        family: String,
+        filter: Option<ConntrackListFilter>,
+    ) -> AsyncTask<Queued<FilterDelete>> {
+        self.queue(
+            family,
+            FilterDelete {
+                filter,
+                op: FilterOp::Flush,
+            },
+        )
+    }
+
+    /// Deletes every flow of `ips` (original or reply, source or destination), any protocol.
+    #[napi(ts_return_type = "Promise<Outcome<ConntrackFilterDeleteReport>>")]
+    pub fn purge_ips(&self, family: String, ips: Vec<String>) -> AsyncTask<Queued<Purge>> {
+        self.queue(family, Purge { ips })
     }
 
     /// Creates entries (for tests and benchmarks that fill a table).

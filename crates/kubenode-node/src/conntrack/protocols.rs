@@ -60,3 +60,21 @@ pub fn conntrack_ip_family(ip: String) -> Option<&'static str> {
 pub fn conntrack_is_headless(cluster_ip: String) -> bool {
     kubenode_conntrack::is_headless(&cluster_ip)
 }
+
+/// The pod-IP purge rule: the addresses of `family` in `previous` that are in no endpoint of
+/// `current` (canonical text, sorted). Throws the typed error for a bad family.
+#[napi]
+pub fn conntrack_gone_ips(
+    env: Env,
+    family: String,
+    previous: Vec<String>,
+    current: Vec<String>,
+) -> napi::Result<Vec<String>> {
+    throwing(&env, || {
+        let family = kubenode_conntrack::parse_family(&family).map_err(super::convert::to_js)?;
+        Ok(kubenode_conntrack::gone_ips(family, &previous, &current)
+            .iter()
+            .map(|ip| ip.to_string())
+            .collect())
+    })
+}

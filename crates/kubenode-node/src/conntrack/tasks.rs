@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kubenode_conntrack::{
-    check_flows, parse_family, stale_matcher, BatchReport, CleanOptions, CleanReport,
-    ConntrackHandle, DumpStats, Error as CtError, Family, Flow, Progress, Session, TableStats,
+    check_flows, parse_family, parse_ip, stale_matcher, BatchReport, CleanOptions, CleanReport,
+    ConntrackHandle, DumpStats, Error as CtError, Family, FilterDeleteReport, Flow, Progress,
+    Session, TableStats,
 };
 use napi::bindgen_prelude::{ToNapiValue, TypeName};
 use napi::{Env, Task};
@@ -93,6 +94,63 @@ impl Job for List {
             partial: s.partial,
             attempts: s.attempts,
         }
+    }
+}
+
+/// Which deletion by filter a [`FilterDelete`] runs.
+#[derive(Clone, Copy)]
+pub enum FilterOp {
+    /// `deleteMatching`: dump with the filter, delete the matches.
+    Delete,
+    /// `flush`: the kernel's flush where it can apply the filter, else as `Delete`.
+    Flush,
+}
+
+/// `deleteMatching` and `flush`.
+pub struct FilterDelete {
+    pub(super) filter: Option<ConntrackListFilter>,
+    pub(super) op: FilterOp,
+}
+
+impl Job for FilterDelete {
+    type Report = FilterDeleteReport;
+    type Value = FilterDeleteReport;
+
+    fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<FilterDeleteReport> {
+        let filter = self.filter.take().map(filter_in).transpose()?;
+        let filter = filter.unwrap_or_default();
+        filter.validate(family).map_err(to_js)?;
+        let op = self.op;
+        ct.with(|s| match op {
+            FilterOp::Delete => s.ct.delete_matching(family, &filter),
+            FilterOp::Flush => s.ct.flush(family, &filter),
+        })
+        .map_err(to_js)
+    }
+
+    fn value(report: FilterDeleteReport) -> FilterDeleteReport {
+        report
+    }
+}
+
+/// `purgeIps`: every flow of the given addresses, any protocol, either direction.
+pub struct Purge {
+    pub(super) ips: Vec<String>,
+}
+
+impl Job for Purge {
+    type Report = FilterDeleteReport;
+    type Value = FilterDeleteReport;
+
+    fn run(&mut self, ct: &ConntrackHandle, family: Family) -> Result<FilterDeleteReport> {
+        let ips = each(&self.ips, |i, s| {
+            parse_ip(&format!("ips[{i}]"), s).map_err(to_js)
+        })?;
+        ct.with(|s| s.ct.purge_ips(family, &ips)).map_err(to_js)
+    }
+
+    fn value(report: FilterDeleteReport) -> FilterDeleteReport {
+        report
     }
 }
 

@@ -1,6 +1,6 @@
 //! The JavaScript shapes of conntrack values and task outcomes.
 
-use napi::bindgen_prelude::Either;
+use napi::bindgen_prelude::{BigInt, Either};
 use napi_derive::napi;
 
 // The core's reports are the JS shapes (its `napi` feature); imported under their JS names so
@@ -25,6 +25,8 @@ pub struct ConntrackFlow {
     pub mark: f64,
     pub status: f64,
     pub timeout: f64,
+    /// Connection labels, bit n for label n; absent when the flow has none.
+    pub labels: Option<BigInt>,
 }
 
 #[napi(object)]
@@ -46,12 +48,41 @@ pub struct ConntrackEndpoint {
     pub serving: bool,
 }
 
+/// The fields of one direction a filter names: addresses are an IP or a CIDR.
+#[napi(object)]
+pub struct ConntrackDirectionFilter {
+    pub src: Option<String>,
+    pub dst: Option<String>,
+    pub src_port: Option<f64>,
+    pub dst_port: Option<f64>,
+}
+
+/// `field & mask == value`; the mask defaults to every bit.
+#[napi(object)]
+pub struct ConntrackMarkFilter {
+    pub value: f64,
+    pub mask: Option<f64>,
+}
+
+#[napi(object)]
+pub struct ConntrackLabelsFilter {
+    pub value: BigInt,
+    pub mask: Option<BigInt>,
+}
+
 #[napi(object)]
 pub struct ConntrackListFilter {
     /// A protocol name (udp, tcp, sctp, any case) or number.
     pub protocol: Option<Either<String, f64>>,
+    /// Original destination IP: the older spelling of `orig.dst`.
     pub dst_ip: Option<String>,
+    /// Original destination port: the older spelling of `orig.dstPort`.
     pub dst_port: Option<f64>,
+    pub orig: Option<ConntrackDirectionFilter>,
+    pub reply: Option<ConntrackDirectionFilter>,
+    pub zone: Option<f64>,
+    pub mark: Option<ConntrackMarkFilter>,
+    pub labels: Option<ConntrackLabelsFilter>,
 }
 
 /// What a list found: the flows, and whether the dump was cut short (interrupted too often).
