@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventCost } from './conntrack/event-cost.js';
 import { type BenchContext, fmtRatio, goPeerBinary, repoRoot } from './lib/harness.js';
 
 const SERVICES = 20;
@@ -246,7 +247,8 @@ export async function run(ctx: BenchContext): Promise<string> {
     writeFileSync(maxFile, oldMax);
     rmSync(dir, { recursive: true, force: true });
   }
-  return [report(passes, flows, stale), changeReport(passes, flows, stale, staleOne)].join('\n\n');
+  const events = await eventCost(ctx);
+  return [report(passes, flows, stale), changeReport(passes, flows, stale, staleOne), events].join('\n\n');
 }
 
 function median(xs: number[]): number {

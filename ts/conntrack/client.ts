@@ -166,6 +166,31 @@ export function toNativeFlow(f: Flow, i: number): NativeFlow {
   };
 }
 
+/** A flow as the binding reports it, in the shape `Conntrack.list` returns. */
+export function fromNativeFlow(f: NativeFlow): Flow {
+  return {
+    protocol: f.protocol,
+    forward: {
+      srcIP: f.forward.srcIp ?? '',
+      dstIP: f.forward.dstIp ?? '',
+      srcPort: f.forward.srcPort,
+      dstPort: f.forward.dstPort,
+    },
+    reverse: {
+      srcIP: f.reverse.srcIp ?? '',
+      dstIP: f.reverse.dstIp ?? '',
+      srcPort: f.reverse.srcPort,
+      dstPort: f.reverse.dstPort,
+    },
+    zone: f.zone,
+    ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
+    mark: f.mark,
+    status: f.status,
+    timeout: f.timeout,
+    ...(f.labels === undefined || f.labels === null ? {} : { labels: f.labels }),
+  };
+}
+
 /**
  * Runs one batched per-flow operation of the handle (`delete`, or the test hook `create`):
  * checks the JS shape of `flows`, crosses once, and throws the outcome's error.
@@ -246,27 +271,7 @@ export class Conntrack {
     }
     const o = outcomeValue(await task);
     return {
-      flows: o.flows.map((f) => ({
-        protocol: f.protocol,
-        forward: {
-          srcIP: f.forward.srcIp ?? '',
-          dstIP: f.forward.dstIp ?? '',
-          srcPort: f.forward.srcPort,
-          dstPort: f.forward.dstPort,
-        },
-        reverse: {
-          srcIP: f.reverse.srcIp ?? '',
-          dstIP: f.reverse.dstIp ?? '',
-          srcPort: f.reverse.srcPort,
-          dstPort: f.reverse.dstPort,
-        },
-        zone: f.zone,
-        ...(f.id === undefined || f.id === null ? {} : { id: f.id }),
-        mark: f.mark,
-        status: f.status,
-        timeout: f.timeout,
-        ...(f.labels === undefined || f.labels === null ? {} : { labels: f.labels }),
-      })),
+      flows: o.flows.map(fromNativeFlow),
       partial: o.partial,
       attempts: o.attempts,
     };

@@ -32,6 +32,15 @@ export {
   ConntrackPermissionError,
   ConntrackUnavailableError,
 } from './errors.js';
+export {
+  type ConntrackEvent,
+  type EventGroup,
+  type EventStream,
+  type EventsOptions,
+  events,
+  type FlowEvent,
+  type LostEvent,
+} from './events.js';
 export type { DirectionFilter, FilterProtocol, FlowFilter } from './filter.js';
 export {
   endpointsTable,

@@ -14,6 +14,7 @@ use crate::error::{from_dump_errno, from_errno, from_io, Error, Result};
 use crate::fault::Faults;
 use crate::filter::{encode_filtered_dump, AsFlowFilter, FlowFilter};
 use crate::flow::{encode_delete, encode_new, parse_entry_payload, Family, Flow};
+use crate::netns_open::open_in;
 use crate::probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 use crate::socket::{recv_failure, NlSocket, RECV_BUF};
 use crate::stats::{
@@ -106,37 +107,7 @@ impl Conntrack {
     /// socket is created on a short-lived thread that joined the namespace; a netlink socket
     /// stays bound to the namespace it was created in, so the handle works from any thread.
     pub fn open_in_netns(path: &str) -> Result<Self> {
-        // Opened (and checked to be a network namespace) here, so a FIFO or any other
-        // non-namespace file is refused without blocking.
-        let ns = kubenode_netns::open(std::path::Path::new(path), kubenode_netns::Kind::Net)?;
-        let spawned = std::thread::Builder::new()
-            .name("kubenode-ct-netns".into())
-            .spawn(move || -> Result<NlSocket> {
-                if let Err(e) = ns.join() {
-                    if e.raw_os_error() == Some(libc::EPERM) {
-                        return Err(Error::Permission {
-                            op: "join network namespace",
-                        });
-                    }
-                    return Err(Error::Netns {
-                        path: ns.path().to_owned(),
-                        source: e,
-                    });
-                }
-                NlSocket::open()
-            });
-        // Thread creation can fail (EAGAIN under limits): an error, not a panic.
-        let handle = spawned.map_err(|e| Error::Netns {
-            path: path.to_owned(),
-            source: e,
-        })?;
-        match handle.join() {
-            Ok(r) => Ok(Self::with_socket(r?)),
-            Err(_) => Err(Error::Netns {
-                path: path.to_owned(),
-                source: io::Error::other("namespace thread failed"),
-            }),
-        }
+        Ok(Self::with_socket(open_in(path, NlSocket::open)?))
     }
 
     fn with_socket(sock: NlSocket) -> Self {

@@ -16,12 +16,16 @@ mod consts;
 mod cost;
 mod error;
 mod event;
+mod event_bpf;
+mod event_msg;
+mod events;
 mod fault;
 mod filter;
 mod flow;
 mod flush;
 mod handle;
 mod hash;
+mod netns_open;
 mod plan;
 mod probe;
 mod progress;
@@ -41,6 +45,9 @@ pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{EventKind, FlowEvent};
+pub use event_bpf::{program as event_filter_program, Insn};
+pub use event_msg::{event_kind, parse_event};
+pub use events::{EventSocket, EventWaker, Groups, ReadOutcome, MAX_RCVBUF};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
 pub use filter::{
