@@ -88,6 +88,8 @@ describe('kubenode completion', () => {
     expect(complete(['kubenode', 'con'])).toEqual(['conntrack']);
     expect(complete(['kubenode', 'conntrack', ''])).toEqual([
       'list',
+      'delete',
+      'flush',
       'stats',
       'clean',
       'reconcile',

@@ -186,9 +186,9 @@ function filterFromFlags(o: FilterFlags): conntrack.FlowFilter {
 }
 
 function fmtRemoved(r: conntrack.FilterDeleteResult): string {
-  const how = r.path === 'kernel' ? 'kernel flush' : `matched ${r.matched}`;
+  const how = r.path === 'kernel' ? 'flushed by the kernel' : `matched ${r.matched}, deleted ${r.deleted}`;
   return (
-    `${how}, deleted ${r.deleted}${r.notFound ? ` (${r.notFound} already gone)` : ''}` +
+    `${how}${r.notFound ? ` (${r.notFound} already gone)` : ''}` +
     `${r.failed ? `, ${r.failed} failed: ${r.firstError}` : ''}${r.partial ? ' [partial listing]' : ''}`
   );
 }

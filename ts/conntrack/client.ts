@@ -90,10 +90,11 @@ export interface FilterDeleteResult {
   /** Flows the dumps matched (0 on the kernel path). */
   matched: number;
   /**
-   * Deleted now or already gone. On the kernel path, the drop of the namespace's entry count
-   * over the request (the kernel reports no count).
+   * Deleted now or already gone; absent on the kernel path, where the kernel reports no count
+   * (and the table's entry count is no measure: a flow a queued packet still holds is counted
+   * until it is freed).
    */
-  deleted: number;
+  deleted?: number;
   /** Of `deleted`, the flows already gone. */
   notFound: number;
   /** Flows the kernel refused to delete. */
@@ -338,7 +339,7 @@ export class Conntrack {
     return {
       path: o.path,
       matched: o.matched,
-      deleted: o.deleted,
+      ...(o.deleted === undefined || o.deleted === null ? {} : { deleted: o.deleted }),
       notFound: o.notFound,
       failed: o.failed,
       ...(o.firstError ? { firstError: o.firstError } : {}),

@@ -34,9 +34,19 @@ export interface FlowFilter {
   /** Conntrack zone. */
   zone?: number;
   /** `mark & mask == value`; `mask` defaults to every bit. */
-  mark?: { value: number; mask?: number };
+  mark?: {
+    /** The mark's bits under `mask`. */
+    value: number;
+    /** The bits compared (default: all 32). */
+    mask?: number;
+  };
   /** Connection labels (bit n is label n): `labels & mask == value`; `mask` defaults to every bit. */
-  labels?: { value: bigint; mask?: bigint };
+  labels?: {
+    /** The label bits under `mask`. */
+    value: bigint;
+    /** The bits compared (default: all 128). */
+    mask?: bigint;
+  };
 }
 
 const TOP_KEYS = new Set(['protocol', 'orig', 'reply', 'zone', 'mark', 'labels', 'dstIP', 'dstPort']);

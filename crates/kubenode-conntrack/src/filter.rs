@@ -355,6 +355,11 @@ fn put_kernel_tuple(
     flags
 }
 
+/// Encodes a dump request (GET + DUMP) for `family`, with `CTA_FILTER` when `filter` has fields.
+pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32) {
+    encode_filtered_dump(b, family, &(*filter).into(), seq);
+}
+
 /// Encodes a dump request (GET + DUMP) for `family` with the kernel-side part of `filter`.
 pub fn encode_filtered_dump(b: &mut MsgBuf, family: Family, filter: &FlowFilter, seq: u32) {
     let m = b.begin_msg(

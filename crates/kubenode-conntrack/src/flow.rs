@@ -342,8 +342,3 @@ pub(crate) fn put_filter_flags(b: &mut MsgBuf, orig: u32, reply: u32) {
     b.attr(CTA_FILTER_REPLY_FLAGS, &reply.to_ne_bytes());
     b.end_nest(fl);
 }
-
-/// Encodes a dump request (GET + DUMP) for `family`, with `CTA_FILTER` when `filter` has fields.
-pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32) {
-    crate::filter::encode_filtered_dump(b, family, &(*filter).into(), seq);
-}

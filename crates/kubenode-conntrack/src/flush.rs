@@ -33,10 +33,11 @@ pub struct FilterDeleteReport {
     pub path: FlushPath,
     /// Flows the dumps matched (0 on the kernel path, which lists nothing).
     pub matched: u32,
-    /// Deleted now or already gone, as kube-proxy counts. On the kernel path: the drop in the
-    /// namespace's entry count over the request (flows that expire or arrive meanwhile count
-    /// too; the kernel reports no count).
-    pub deleted: u32,
+    /// Deleted now or already gone, as kube-proxy counts; `None` on the kernel path: the
+    /// kernel reports no count, and the table's entry count is no measure (a flush unlinks
+    /// flows at once, but a flow still referenced, e.g. by a packet waiting for ARP, is counted
+    /// until it is freed).
+    pub deleted: Option<u32>,
     /// Of `deleted`, flows already gone (ENOENT) when their delete arrived.
     pub not_found: u32,
     /// Flows the kernel refused to delete.
@@ -53,7 +54,7 @@ impl FilterDeleteReport {
         FilterDeleteReport {
             path: FlushPath::DumpDelete,
             matched: entry_count(matched),
-            deleted: batch.deleted(),
+            deleted: Some(batch.deleted()),
             not_found: batch.not_found,
             failed: batch.failed,
             first_error: batch.first_error.clone(),
@@ -150,7 +151,6 @@ impl Conntrack {
     }
 
     fn kernel_flush(&mut self, family: Family, filter: &FlowFilter) -> Result<FilterDeleteReport> {
-        let before = self.table_count()?;
         let seq = self.next_seq();
         self.out.clear();
         let m = self.out.begin_msg(
@@ -167,11 +167,10 @@ impl Conntrack {
         encode_filter_attrs(&mut self.out, filter);
         self.out.end_msg(m);
         self.request("flush conntrack table", seq, |_| {})?;
-        let after = self.table_count()?;
         Ok(FilterDeleteReport {
             path: FlushPath::Kernel,
             matched: 0,
-            deleted: entry_count(before.saturating_sub(after)),
+            deleted: None,
             not_found: 0,
             failed: 0,
             first_error: None,

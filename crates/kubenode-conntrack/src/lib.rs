@@ -51,12 +51,12 @@ pub use events::{EventSocket, EventWaker, Groups, ReadOutcome, MAX_RCVBUF};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
 pub use filter::{
-    encode_filter_attrs, encode_filtered_dump, AddrMatch, AsFlowFilter, DirectionFilter,
-    FlowFilter, Masked,
+    encode_dump, encode_filter_attrs, encode_filtered_dump, AddrMatch, AsFlowFilter,
+    DirectionFilter, FlowFilter, Masked,
 };
 pub use flow::{
-    check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
-    DumpFilter, Family, Flow, Tuple,
+    check_family, encode_delete, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
+    Flow, Tuple,
 };
 pub use flush::{FilterDeleteReport, FlushPath};
 pub use handle::{ConntrackHandle, Handle, Session};
