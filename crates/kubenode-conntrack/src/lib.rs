@@ -18,6 +18,7 @@ mod error;
 mod event;
 mod fault;
 mod flow;
+mod flow_index;
 mod handle;
 mod hash;
 mod plan;
@@ -44,6 +45,7 @@ pub use flow::{
     check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
     DumpFilter, Family, Flow, Tuple,
 };
+pub use flow_index::{FlowIndex, IndexedStale, Rebuild, Resync};
 pub use handle::{ConntrackHandle, Handle, Session};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
 pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
