@@ -370,6 +370,16 @@ impl FlowIndex {
         });
     }
 
+    /// Ends a rebuild whose dump failed or stayed partial: `family` stays invalid.
+    pub fn abandon_rebuild(&mut self, family: Family) {
+        on_family!(self, family, |f| {
+            if f.rebuilding {
+                f.clear();
+                f.rebuilding = false;
+            }
+        });
+    }
+
     /// Removes flows a pass deleted (their DESTROY events may come later).
     pub fn remove(&mut self, family: Family, flows: &[Flow]) {
         on_family!(self, family, |x| {

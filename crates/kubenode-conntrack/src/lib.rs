@@ -48,7 +48,7 @@ pub use flow::{
 pub use flow_index::{FlowIndex, IndexedStale, Rebuild, Resync};
 pub use handle::{ConntrackHandle, Handle, Session};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
-pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
+pub use plan::{plan, plan_with_index, Costs, DumpKind, LastPass, Plan};
 pub use probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 pub use progress::{Progress, ProgressReport, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
 pub use report::{CleanOptions, CleanPath, CleanReport, FullReason};
