@@ -12,9 +12,9 @@ use crate::consts::*;
 use crate::error::{from_dump_errno, from_errno, from_io, Error, Result};
 #[cfg(feature = "test-hooks")]
 use crate::fault::Faults;
-use crate::flow::{
-    encode_delete, encode_dump, encode_new, parse_entry_payload, DumpFilter, Family, Flow,
-};
+use crate::filter::{encode_filtered_dump, FlowFilter};
+use crate::flow::{encode_delete, encode_new, parse_entry_payload, Family, Flow};
+use crate::netns_open::open_in;
 use crate::probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 use crate::socket::{recv_failure, NlSocket, RECV_BUF};
 use crate::stats::{
@@ -107,37 +107,7 @@ impl Conntrack {
     /// socket is created on a short-lived thread that joined the namespace; a netlink socket
     /// stays bound to the namespace it was created in, so the handle works from any thread.
     pub fn open_in_netns(path: &str) -> Result<Self> {
-        // Opened (and checked to be a network namespace) here, so a FIFO or any other
-        // non-namespace file is refused without blocking.
-        let ns = kubenode_netns::open(std::path::Path::new(path), kubenode_netns::Kind::Net)?;
-        let spawned = std::thread::Builder::new()
-            .name("kubenode-ct-netns".into())
-            .spawn(move || -> Result<NlSocket> {
-                if let Err(e) = ns.join() {
-                    if e.raw_os_error() == Some(libc::EPERM) {
-                        return Err(Error::Permission {
-                            op: "join network namespace",
-                        });
-                    }
-                    return Err(Error::Netns {
-                        path: ns.path().to_owned(),
-                        source: e,
-                    });
-                }
-                NlSocket::open()
-            });
-        // Thread creation can fail (EAGAIN under limits): an error, not a panic.
-        let handle = spawned.map_err(|e| Error::Netns {
-            path: path.to_owned(),
-            source: e,
-        })?;
-        match handle.join() {
-            Ok(r) => Ok(Self::with_socket(r?)),
-            Err(_) => Err(Error::Netns {
-                path: path.to_owned(),
-                source: io::Error::other("namespace thread failed"),
-            }),
-        }
+        Ok(Self::with_socket(open_in(path, NlSocket::open)?))
     }
 
     fn with_socket(sock: NlSocket) -> Self {
@@ -167,10 +137,16 @@ impl Conntrack {
     /// supported, and always again here). An interrupted dump is retried up to
     /// [`MAX_DUMP_ATTEMPTS`] times; after that the last partial result stands and
     /// `DumpStats::partial` says so. No per-entry heap allocation happens here.
-    pub fn dump<F>(&mut self, family: Family, filter: &DumpFilter, mut ev: F) -> Result<DumpStats>
+    pub fn dump<F>(
+        &mut self,
+        family: Family,
+        filter: impl Into<FlowFilter>,
+        mut ev: F,
+    ) -> Result<DumpStats>
     where
         F: FnMut(DumpEvent<'_>),
     {
+        let filter = &filter.into();
         filter.validate(family)?;
         let mut stats = DumpStats::default();
         for attempt in 1..=MAX_DUMP_ATTEMPTS {
@@ -191,7 +167,11 @@ impl Conntrack {
     }
 
     /// Lists the entries of `family` that pass `filter`.
-    pub fn list(&mut self, family: Family, filter: &DumpFilter) -> Result<(Vec<Flow>, DumpStats)> {
+    pub fn list(
+        &mut self,
+        family: Family,
+        filter: impl Into<FlowFilter>,
+    ) -> Result<(Vec<Flow>, DumpStats)> {
         let mut flows = Vec::new();
         let stats = self.dump(family, filter, |ev| match ev {
             DumpEvent::Attempt(_) => flows.clear(),
@@ -200,14 +180,14 @@ impl Conntrack {
         Ok((flows, stats))
     }
 
-    fn dump_once<F>(&mut self, family: Family, filter: &DumpFilter, ev: &mut F) -> Result<Attempt>
+    fn dump_once<F>(&mut self, family: Family, filter: &FlowFilter, ev: &mut F) -> Result<Attempt>
     where
         F: FnMut(DumpEvent<'_>),
     {
         const OP: &str = "dump conntrack table";
         let seq = self.next_seq();
         self.out.clear();
-        encode_dump(&mut self.out, family, filter, seq);
+        encode_filtered_dump(&mut self.out, family, filter, seq);
         self.sock.send(&self.out.buf)?;
         let mut a = Attempt {
             interrupted: false,

@@ -48,6 +48,9 @@ pub const CTA_TIMEOUT: u16 = 7;
 pub const CTA_MARK: u16 = 8;
 pub const CTA_ID: u16 = 12;
 pub const CTA_ZONE: u16 = 18;
+pub const CTA_MARK_MASK: u16 = 21;
+pub const CTA_LABELS: u16 = 22;
+pub const CTA_LABELS_MASK: u16 = 23;
 pub const CTA_FILTER: u16 = 25;
 
 pub const CTA_TUPLE_IP: u16 = 1;

@@ -73,6 +73,8 @@ pub struct Flow {
     pub mark: u32,
     pub status: u32,
     pub timeout: u32,
+    /// Connection labels (`CTA_LABELS`): bit n is label n; 0 when the flow has none.
+    pub labels: u128,
 }
 
 fn ip_from(p: &[u8]) -> Result<IpAddr> {
@@ -83,6 +85,19 @@ fn ip_from(p: &[u8]) -> Result<IpAddr> {
     } else {
         Err(Error::Malformed("IP address attribute has a bad length"))
     }
+}
+
+/// `CTA_LABELS` is the kernel's label bitmap as it sits in memory: native `unsigned long`
+/// words, bit n of the set in word n / BITS. Bits past 128 (none today) are dropped.
+fn labels_from(p: &[u8]) -> u128 {
+    const W: usize = std::mem::size_of::<usize>();
+    let mut v = 0u128;
+    for (i, word) in p.chunks_exact(W).enumerate().take(128 / (W * 8)) {
+        let mut b = [0u8; W];
+        b.copy_from_slice(word);
+        v |= (usize::from_ne_bytes(b) as u128) << (i * W * 8);
+    }
+    v
 }
 
 fn parse_tuple(data: &[u8]) -> Result<(Tuple, Option<u16>)> {
@@ -132,6 +147,7 @@ pub fn parse_flow(attrs: &[u8]) -> Result<Flow> {
             CTA_MARK => f.mark = be32(p)?,
             CTA_STATUS => f.status = be32(p)?,
             CTA_TIMEOUT => f.timeout = be32(p)?,
+            CTA_LABELS => f.labels = labels_from(p),
             _ => {}
         }
         Ok(())
@@ -286,16 +302,7 @@ pub(crate) fn put_filter_tuple(b: &mut MsgBuf, nest: u16, proto: u8, t: &TupleFi
     let mut flags = CTA_FILTER_FLAG_PROTO_NUM;
     let n = b.begin_nest(nest);
     if t.src.is_some() || t.dst.is_some() {
-        let ip = b.begin_nest(CTA_TUPLE_IP);
-        if let Some(s) = &t.src {
-            flags |= CTA_FILTER_FLAG_IP_SRC;
-            put_ip(b, CTA_IP_V4_SRC, CTA_IP_V6_SRC, s);
-        }
-        if let Some(d) = &t.dst {
-            flags |= CTA_FILTER_FLAG_IP_DST;
-            put_ip(b, CTA_IP_V4_DST, CTA_IP_V6_DST, d);
-        }
-        b.end_nest(ip);
+        flags |= put_filter_ips(b, t);
     }
     let pr = b.begin_nest(CTA_TUPLE_PROTO);
     b.attr(CTA_PROTO_NUM, &[proto]);
@@ -312,6 +319,22 @@ pub(crate) fn put_filter_tuple(b: &mut MsgBuf, nest: u16, proto: u8, t: &TupleFi
     flags
 }
 
+/// Encodes the `CTA_TUPLE_IP` nest of a filter tuple and returns its address flags.
+pub(crate) fn put_filter_ips(b: &mut MsgBuf, t: &TupleFilter) -> u32 {
+    let mut flags = 0;
+    let ip = b.begin_nest(CTA_TUPLE_IP);
+    if let Some(s) = &t.src {
+        flags |= CTA_FILTER_FLAG_IP_SRC;
+        put_ip(b, CTA_IP_V4_SRC, CTA_IP_V6_SRC, s);
+    }
+    if let Some(d) = &t.dst {
+        flags |= CTA_FILTER_FLAG_IP_DST;
+        put_ip(b, CTA_IP_V4_DST, CTA_IP_V6_DST, d);
+    }
+    b.end_nest(ip);
+    flags
+}
+
 /// Encodes the `CTA_FILTER` nest itself.
 pub(crate) fn put_filter_flags(b: &mut MsgBuf, orig: u32, reply: u32) {
     let fl = b.begin_nest(CTA_FILTER);
@@ -322,35 +345,5 @@ pub(crate) fn put_filter_flags(b: &mut MsgBuf, orig: u32, reply: u32) {
 
 /// Encodes a dump request (GET + DUMP) for `family`, with `CTA_FILTER` when `filter` has fields.
 pub fn encode_dump(b: &mut MsgBuf, family: Family, filter: &DumpFilter, seq: u32) {
-    let m = b.begin_msg(
-        ct_type(IPCTNL_MSG_CT_GET),
-        NLM_F_REQUEST | NLM_F_DUMP,
-        seq,
-        family.af(),
-    );
-    if let Some(proto) = filter.proto {
-        put_filter(b, proto, filter);
-    }
-    b.end_msg(m);
-}
-
-/// Encodes `filter`'s fields as `CTA_FILTER` tuples and flags: the original tuple always (at
-/// least the protocol), the reply tuple when a reply field is set.
-fn put_filter(b: &mut MsgBuf, proto: u8, filter: &DumpFilter) {
-    let t = TupleFilter {
-        dst: filter.orig_dst,
-        dst_port: filter.orig_dst_port,
-        ..Default::default()
-    };
-    let flags = put_filter_tuple(b, CTA_TUPLE_ORIG, proto, &t);
-    let mut reply_flags = 0;
-    if filter.reply_src.is_some() || filter.reply_src_port.is_some() {
-        let r = TupleFilter {
-            src: filter.reply_src,
-            src_port: filter.reply_src_port,
-            ..Default::default()
-        };
-        reply_flags = put_filter_tuple(b, CTA_TUPLE_REPLY, proto, &r);
-    }
-    put_filter_flags(b, flags, reply_flags);
+    crate::filter::encode_filtered_dump(b, family, &filter.into(), seq);
 }

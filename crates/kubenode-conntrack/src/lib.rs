@@ -16,11 +16,16 @@ mod consts;
 mod cost;
 mod error;
 mod event;
+mod event_bpf;
+mod event_msg;
+mod events;
 mod fault;
+mod filter;
 mod flow;
 mod flow_index;
 mod handle;
 mod hash;
+mod netns_open;
 mod plan;
 mod probe;
 mod progress;
@@ -39,8 +44,14 @@ pub use consts::{IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP};
 pub use cost::{CostModel, Estimate};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{EventKind, FlowEvent};
+pub use event_bpf::{program as event_filter_program, Insn};
+pub use event_msg::{event_kind, parse_event};
+pub use events::{EventSocket, EventWaker, Groups, ReadOutcome, MAX_RCVBUF};
 #[cfg(feature = "test-hooks")]
 pub use fault::{Fault, Faults};
+pub use filter::{
+    encode_filter_attrs, encode_filtered_dump, AddrMatch, DirectionFilter, FlowFilter, Masked,
+};
 pub use flow::{
     check_family, encode_delete, encode_dump, encode_new, parse_entry_payload, parse_flow,
     DumpFilter, Family, Flow, Tuple,

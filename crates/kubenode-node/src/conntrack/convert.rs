@@ -90,6 +90,7 @@ pub fn flow_in(i: usize, f: &ConntrackFlow) -> Result<Flow> {
         mark: u32_of(&what("mark"), f.mark)?,
         status: u32_of(&what("status"), f.status)?,
         timeout: u32_of(&what("timeout"), f.timeout)?,
+        labels: 0,
     })
 }
 
