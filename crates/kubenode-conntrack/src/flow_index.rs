@@ -215,6 +215,8 @@ pub struct IndexedStale {
 pub struct FlowIndex {
     proto: u8,
     max_flows: usize,
+    /// False once its feed stopped: it can never be valid again.
+    fed: bool,
     v4: FamilyIndex<[u8; 4]>,
     v6: FamilyIndex<[u8; 16]>,
 }
@@ -246,6 +248,7 @@ impl FlowIndex {
         FlowIndex {
             proto,
             max_flows,
+            fed: true,
             v4: FamilyIndex::new(),
             v6: FamilyIndex::new(),
         }
@@ -280,10 +283,21 @@ impl FlowIndex {
 
     /// `Ok` when the index of `family` can answer a pass, else why not.
     pub fn state(&self, family: Family) -> Result<(), Resync> {
+        if !self.fed {
+            return Err(Resync::EventsLost);
+        }
         match family {
             Family::V4 => self.v4.state,
             Family::V6 => self.v6.state,
         }
+    }
+
+    /// Its feed stopped: every later pass is full, and the memory is released.
+    pub fn unfed(&mut self) {
+        self.fed = false;
+        self.lost();
+        self.v4.clear();
+        self.v6.clear();
     }
 
     /// Events were lost (or the feed stopped): both families need a full pass. Memory is kept
@@ -312,7 +326,7 @@ impl FlowIndex {
         if f.orig.proto != self.proto {
             return;
         }
-        let Some(dst) = f.orig.dst else {
+        let Some(dst) = f.orig.dst.filter(|_| self.fed) else {
             return;
         };
         let family = Family::of(&dst);

@@ -25,6 +25,7 @@ mod flow;
 mod flow_index;
 mod handle;
 mod hash;
+mod index_feed;
 mod netns_open;
 mod plan;
 mod probe;
@@ -58,6 +59,7 @@ pub use flow::{
 };
 pub use flow_index::{FlowIndex, IndexedStale, Rebuild, Resync};
 pub use handle::{ConntrackHandle, Handle, Session};
+pub use index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
 pub use plan::{plan, plan_with_index, Costs, DumpKind, LastPass, Plan};
 pub use probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};

@@ -148,7 +148,9 @@ fn a_waker_ends_a_blocked_read() {
         w.wake();
     });
     let started = std::time::Instant::now();
-    let r = s.read(&mut Vec::new(), 10, Duration::from_secs(30)).unwrap();
+    let r = s
+        .read(&mut Vec::new(), 10, Duration::from_secs(30))
+        .unwrap();
     assert!(r.woken);
     assert!(started.elapsed() < Duration::from_secs(5));
     t.join().unwrap();
