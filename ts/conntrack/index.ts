@@ -32,6 +32,13 @@ export {
   ConntrackUnavailableError,
 } from './errors.js';
 export {
+  type EventIndexOptions,
+  type EventIndexState,
+  type EventIndexStats,
+  enableEventIndex,
+  eventIndexStats,
+} from './event-index.js';
+export {
   endpointsTable,
   type SlicePort,
   serviceEntries,

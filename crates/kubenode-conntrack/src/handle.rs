@@ -11,7 +11,7 @@ use crate::consts::IPPROTO_UDP;
 use crate::error::{Error, Result};
 use crate::events::EventSocket;
 use crate::flow_index::FlowIndex;
-use crate::index_feed::{IndexFeed, INDEX_GROUPS};
+use crate::index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
 
 /// What one shared handle holds: its persistent ctnetlink socket and the cleanup that uses it,
 /// and the feed of the cleaner's flow index when one is enabled.
@@ -41,13 +41,15 @@ impl Session {
         netns: Option<&str>,
         max_flows: usize,
         rcvbuf: Option<usize>,
-    ) -> Result<()> {
+    ) -> Result<(Arc<Mutex<FlowIndex>>, Arc<FeedStats>)> {
         let sock = EventSocket::open(netns, INDEX_GROUPS, rcvbuf)?;
         let index = Arc::new(Mutex::new(FlowIndex::new(IPPROTO_UDP, max_flows)));
+        let feed = IndexFeed::start(sock, index.clone())?;
+        let stats = feed.stats();
         // The old feed (if any) stops when dropped.
-        self.feed = Some(IndexFeed::start(sock, index.clone())?);
-        self.cleaner.set_index(Some(index));
-        Ok(())
+        self.feed = Some(feed);
+        self.cleaner.set_index(Some(index.clone()));
+        Ok((index, stats))
     }
 }
 

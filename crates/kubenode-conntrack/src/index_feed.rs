@@ -70,8 +70,8 @@ impl IndexFeed {
         Ok(IndexFeed { stop, waker, stats })
     }
 
-    pub fn stats(&self) -> &FeedStats {
-        &self.stats
+    pub fn stats(&self) -> Arc<FeedStats> {
+        self.stats.clone()
     }
 }
 
