@@ -6,7 +6,10 @@
 //! ```text
 //! ct-bench fill  NETNS FLOWS SERVICES ENDPOINTS [--stale-only]
 //! ct-bench floor NETNS FLOWS SERVICES ENDPOINTS
+//! ct-bench delete-floor NETNS FLOWS SERVICES ENDPOINTS
 //! ```
+//! `delete-floor` times the deletes alone: the known stale tuples in batches, no dump (what a
+//! pass that already knows its stale flows cannot beat).
 //! Flow k goes to service k % S (VIP 10.96.0.(s+1):53) and is answered by endpoint
 //! (k / S) % E (10.244.s.(e+1):5353). The last endpoint of each service is the one the
 //! benchmark removes, so 1/E of the flows are stale.
@@ -80,7 +83,9 @@ fn dump_raw(family: Family, filter: &DumpFilter) -> Result<(u64, u64), String> {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: ct-bench fill|floor NETNS FLOWS SERVICES ENDPOINTS [--stale-only]");
+    eprintln!(
+        "usage: ct-bench fill|floor|delete-floor NETNS FLOWS SERVICES ENDPOINTS [--stale-only]"
+    );
     ExitCode::from(2)
 }
 
@@ -173,6 +178,25 @@ fn main() -> ExitCode {
                 t.elapsed().as_secs_f64(),
                 r.deleted(),
                 r.sendmsgs
+            )
+        }
+        "delete-floor" => {
+            let stale: Vec<Flow> = (0..n)
+                .filter(|&k| is_stale(k, s, e))
+                .map(|k| flow(k, s, e))
+                .collect();
+            let t2 = Instant::now();
+            let r = match ct.delete(Family::V4, &stale) {
+                Ok(r) => r,
+                Err(err) => {
+                    eprintln!("ct-bench: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            format!(
+                r#"{{"seconds":{},"deleted":{}}}"#,
+                t2.elapsed().as_secs_f64(),
+                r.deleted()
             )
         }
         _ => return usage(),
