@@ -45,11 +45,12 @@ const rssBefore = process.memoryUsage().rss;
 const u0 = process.resourceUsage();
 const r = await conntrack.cleanStaleEntries(ct, 'IPv4', services, endpoints, { metrics: null });
 const u1 = process.resourceUsage();
+const after = indexed ? conntrack.eventIndexStats(ct) : undefined;
 ct.close();
 console.log(
   JSON.stringify({
     ...r,
-    ...(index ? { index, after: conntrack.eventIndexStats(ct) } : {}),
+    ...(index ? { index, after } : {}),
     cpuSeconds: (u1.userCPUTime - u0.userCPUTime + u1.systemCPUTime - u0.systemCPUTime) / 1e6,
     rssBeforeKB: Math.round(rssBefore / 1024),
     maxRssKB: u1.maxRSS,
