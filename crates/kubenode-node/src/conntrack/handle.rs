@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use kubenode_conntrack::{
-    CleanOptions, Conntrack, ConntrackHandle, FeedStats, Family, FlowIndex, Progress, Resync,
+    CleanOptions, Conntrack, ConntrackHandle, Family, FeedStats, FlowIndex, Progress, Resync,
     Session,
 };
 use napi::bindgen_prelude::AsyncTask;
@@ -250,7 +250,9 @@ impl Task for EnableIndexTask {
     type JsValue = Outcome<bool>;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
-        let max = self.max_flows.map(|v| count("maxFlows", v, u32::MAX as usize));
+        let max = self
+            .max_flows
+            .map(|v| count("maxFlows", v, u32::MAX as usize));
         let rcvbuf = self
             .buffer_size
             .map(|v| count("bufferSize", v, kubenode_conntrack::MAX_RCVBUF))
