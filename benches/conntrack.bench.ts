@@ -120,6 +120,14 @@ export async function run(ctx: BenchContext): Promise<string> {
       ),
     }),
   );
+  // What the indexed child needs to make its stale flows again once it has subscribed.
+  process.env.KN_CT_BENCH_FILL = JSON.stringify([
+    helper,
+    nsPath,
+    String(flows),
+    String(SERVICES),
+    String(ENDPOINTS),
+  ]);
   const count = () => Number(sh(['ip', 'netns', 'exec', ns, 'conntrack', '-C'], 'conntrack -C').trim());
   const passes: Pass[] = [];
   try {

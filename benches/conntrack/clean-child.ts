@@ -4,6 +4,7 @@
 // pass is an endpoint change (the handle chooses full or targeted; --targeted pins targeted).
 // With --index the handle's event index is on: the untimed first pass builds it (its time, the
 // index's size and the process's RSS growth are reported as `index`), the timed one uses it.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 // Only the pinned pass loads the tests' binary (the pin is a test hook), so the hooks module is
@@ -21,7 +22,23 @@ const [netns, tablesFile, beforeFile] = process.argv.slice(2).filter((a) => !a.s
 const read = (f: string) => JSON.parse(readFileSync(f, 'utf8'));
 const { services, endpoints } = read(tablesFile);
 const ct = await conntrack.Conntrack.open({ netns });
-if (indexed) await conntrack.enableEventIndex(ct);
+if (indexed) {
+  await conntrack.enableEventIndex(ct);
+  // With nf_conntrack_events at its default (2) only flows created while a listener exists
+  // send events: the stale flows are made again now, so deleting them costs what it costs on
+  // a node whose daemon subscribed before its flows were created.
+  const fill = JSON.parse(process.env.KN_CT_BENCH_FILL ?? '[]') as string[];
+  const [helper, ...args] = fill;
+  if (helper) {
+    for (const cmd of [
+      ['delete-floor', ...args],
+      ['fill', ...args, '--stale-only'],
+    ]) {
+      const r = spawnSync(helper, cmd, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`${helper} ${cmd.join(' ')}: ${r.stderr}`);
+    }
+  }
+}
 let index: Record<string, unknown> | undefined;
 if (beforeFile) {
   const before = read(beforeFile);

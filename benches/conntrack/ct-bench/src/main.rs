@@ -214,7 +214,15 @@ fn main() -> ExitCode {
                 .map(|k| flow(k, s, e))
                 .collect();
             let listener = if rest.iter().any(|a| a == "--subscribed") {
-                match subscribe() {
+                // With `nf_conntrack_events` at its default (2) only flows created while a
+                // listener exists carry events: the stale flows are made again under it.
+                let again = subscribe().and_then(|l| {
+                    ct.delete(Family::V4, &stale)
+                        .and_then(|_| ct.create(Family::V4, &stale))
+                        .map_err(|e| e.to_string())
+                        .map(|_| l)
+                });
+                match again {
                     Ok(l) => Some(l),
                     Err(err) => {
                         eprintln!("ct-bench: {err}");
