@@ -16,6 +16,10 @@ import { type BenchContext, fmtRatio, goPeerBinary, repoRoot } from './lib/harne
 
 const SERVICES = 20;
 const ENDPOINTS = 10;
+/** Deleting just the known stale tuples in batches: no dump (the indexed path's floor). */
+const DELETE_FLOOR = 'floor: delete the stale tuples';
+/** The same with an event subscriber in the namespace: the kernel then queues a DESTROY event per delete. */
+const DELETE_FLOOR_SUBSCRIBED = 'floor: delete the stale tuples, events subscribed';
 
 interface Pass {
   peer: string;
@@ -27,6 +31,8 @@ interface Pass {
   maxRssKB: number;
   rssGrowthKB?: number;
   deleted: number;
+  /** With the event index: its build (the untimed first pass) and size. */
+  index?: { buildSeconds: number; flows: number; bytes: number; rssGrowthKB: number; losses: number };
 }
 
 function sh(argv: string[], what: string): string {
@@ -115,6 +121,14 @@ export async function run(ctx: BenchContext): Promise<string> {
       ),
     }),
   );
+  // What the indexed child needs to make its stale flows again once it has subscribed.
+  process.env.KN_CT_BENCH_FILL = JSON.stringify([
+    helper,
+    nsPath,
+    String(flows),
+    String(SERVICES),
+    String(ENDPOINTS),
+  ]);
   const count = () => Number(sh(['ip', 'netns', 'exec', ns, 'conntrack', '-C'], 'conntrack -C').trim());
   const passes: Pass[] = [];
   try {
@@ -153,6 +167,7 @@ export async function run(ctx: BenchContext): Promise<string> {
         maxRssKB: r.maxRssKB,
         rssGrowthKB: r.maxRssKB - r.rssBeforeKB,
         deleted: r.deleted,
+        ...(r.index ? { index: { ...r.index, losses: r.after?.losses ?? 0 } } : {}),
       });
       ctx.log(
         `  ${peer.padEnd(34)} ${r.seconds.toFixed(3)} s (${r.path}${r.fullReason ? `: ${r.fullReason}` : ''})`,
@@ -196,6 +211,29 @@ export async function run(ctx: BenchContext): Promise<string> {
       if (i === 0) child('kubenode endpoint change, targeted', 'bench', [tables, tablesAll, '--targeted']);
       child('kubenode full pass (one endpoint)', 'one', [tablesOne]);
       child('kubenode endpoint change (one endpoint)', 'one', [tablesOne, tablesAll]);
+      child('kubenode endpoint change, indexed', 'bench', [tables, tablesAll, '--index']);
+      child('kubenode endpoint change, indexed (one endpoint)', 'one', [tablesOne, tablesAll, '--index']);
+      for (const [peer, extra] of [
+        [DELETE_FLOOR, []],
+        [DELETE_FLOOR_SUBSCRIBED, ['--subscribed']],
+      ] as const) {
+        refill();
+        const d = timed(
+          [helper, 'delete-floor', nsPath, String(flows), String(SERVICES), String(ENDPOINTS), ...extra],
+          peer,
+        );
+        check(peer);
+        const dr = lastJson(d.stdout);
+        passes.push({
+          peer,
+          table: 'bench',
+          wallSeconds: dr.seconds,
+          cpuSeconds: d.cpu,
+          maxRssKB: d.rssKB,
+          deleted: dr.deleted,
+        });
+        ctx.log(`  ${peer} ${dr.seconds.toFixed(3)} s`);
+      }
     }
     for (let i = 0; i < (ctx.quick ? 1 : 2); i++) {
       refill();
@@ -304,9 +342,18 @@ function changeReport(passes: Pass[], flows: number, stale: number, staleOne: nu
   const rows: [string, string, string, string][] = [
     ['bench', 'kubenode endpoint change', 'go-upstream', 'kubenode'],
     ['bench', 'kubenode endpoint change, targeted', 'go-upstream', 'kubenode'],
+    ['bench', 'kubenode endpoint change, indexed', 'go-upstream', 'kubenode'],
+    ['bench', DELETE_FLOOR, 'go-upstream', 'kubenode'],
+    ['bench', DELETE_FLOOR_SUBSCRIBED, 'go-upstream', 'kubenode'],
     [
       'one',
       'kubenode endpoint change (one endpoint)',
+      'go-upstream (one endpoint)',
+      'kubenode full pass (one endpoint)',
+    ],
+    [
+      'one',
+      'kubenode endpoint change, indexed (one endpoint)',
       'go-upstream (one endpoint)',
       'kubenode full pass (one endpoint)',
     ],
@@ -326,9 +373,26 @@ function changeReport(passes: Pass[], flows: number, stale: number, staleOne: nu
     '|---|---|---|---:|---:|---:|---:|',
     ...rows.map(([table, peer, go, full]) => {
       const w = med(peer);
-      return `| ${table} | ${peer} | ${paths(peer) || 'full'} | ${passes.filter((p) => p.peer === peer).length} | ${w.toFixed(3)} s | ${fmtRatio(med(go) / w)} | ${fmtRatio(med(full) / w)} |`;
+      return `| ${table} | ${peer} | ${peer.startsWith('floor') ? '—' : paths(peer) || 'full'} | ${passes.filter((p) => p.peer === peer).length} | ${w.toFixed(3)} s | ${fmtRatio(med(go) / w)} | ${fmtRatio(med(full) / w)} |`;
     }),
     '',
     `Full pass against its floor (bench table): ${(med('kubenode') / med('floor')).toFixed(2)}× the floor's wall time.`,
+    indexReport(passes, med),
+  ].join('\n');
+}
+
+/** The indexed rows against their floor, and what the index cost to build and hold. */
+function indexReport(passes: Pass[], med: (peer: string) => number): string {
+  const ix = passes.filter((p) => p.index && p.table === 'bench');
+  if (ix.length === 0) return '';
+  const m = (f: (p: Pass) => number) => median(ix.map(f));
+  const flows = m((p) => p.index?.flows ?? 0);
+  const bytes = m((p) => p.index?.bytes ?? 0);
+  const growth = m((p) => p.index?.rssGrowthKB ?? 0) * 1024;
+  const losses = ix.reduce((a, p) => a + (p.index?.losses ?? 0), 0);
+  const n = (x: number) => Math.round(x).toLocaleString('en-US');
+  return [
+    `Indexed pass against the floor of deleting just the stale tuples (bench table): ${(med('kubenode endpoint change, indexed') / med(DELETE_FLOOR)).toFixed(2)}× its wall time; against the same deletes with an event subscriber in the namespace (the kernel then builds and queues a DESTROY event per delete, as under any event-fed index): ${(med('kubenode endpoint change, indexed') / med(DELETE_FLOOR_SUBSCRIBED)).toFixed(2)}×.`,
+    `Event index (bench table, medians of ${ix.length}): built by the untimed first pass (a full pass that also fills it) in ${m((p) => p.index?.buildSeconds ?? 0).toFixed(3)} s; it held ${n(flows)} flows in ${(bytes / 2 ** 20).toFixed(1)} MiB of maps (${(bytes / Math.max(flows, 1)).toFixed(1)} bytes per flow), and the process's RSS grew ${(growth / 2 ** 20).toFixed(1)} MiB over that pass (${(growth / Math.max(flows, 1)).toFixed(1)} bytes per flow, allocator and the pass's own buffers included); receive-buffer overflows during the timed passes: ${losses}.`,
   ].join('\n');
 }

@@ -173,6 +173,24 @@ describe('kubenode conntrack list', () => {
     }
   });
 
+  it('reconcile refuses a --conntrack-resync-period that is not a Go duration with exit 2', () => {
+    for (const [bad, why] of [
+      ['300', 'time: missing unit in duration "300" (a duration needs a unit: 300ms, 300s)'],
+      ['-5m', ''],
+    ] as const) {
+      const r = cli([
+        'reconcile',
+        '--kubeconfig',
+        '/nonexistent/kubeconfig',
+        '--conntrack-resync-period',
+        bad,
+      ]);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toContain('--conntrack-resync-period');
+      if (why) expect(r.stderr).toContain(why);
+    }
+  });
+
   it('rejects an unknown family or output format with exit 2', () => {
     const fam = cli(['list', '--family', 'ipv5']);
     expect(fam.status).toBe(2);

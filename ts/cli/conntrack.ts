@@ -367,6 +367,15 @@ export function registerConntrack(program: Command): void {
     )
     .option('--netns <path>', 'network namespace file whose conntrack table to clean')
     .option(
+      '--conntrack-event-index',
+      'keep the live UDP flows per (frontend, endpoint) from conntrack events, so passes between full resyncs delete stale flows without walking the table',
+    )
+    .option(
+      '--conntrack-resync-period <duration>',
+      `a full pass at least this often per family, which also catches what a pass between them cannot see (Go duration, at most ${MAX_TIMER})`,
+      '5m',
+    )
+    .option(
       '--healthz-bind-address <host:port>',
       'serve /healthz, /livez and /readyz on http://HOST:PORT (empty: off)',
       '0.0.0.0:10276',
@@ -395,6 +404,8 @@ export function registerConntrack(program: Command): void {
           kubernetesVersion?: string;
           minSyncPeriod: string;
           netns?: string;
+          conntrackEventIndex?: boolean;
+          conntrackResyncPeriod: string;
           healthzBindAddress: string;
           metricsBindAddress: string;
           nodeName?: string;
@@ -407,6 +418,7 @@ export function registerConntrack(program: Command): void {
         const command = 'conntrack reconcile';
         const period = durationFlag(command, '--min-sync-period', o.minSyncPeriod);
         const threshold = fullThreshold(command, o.conntrackFullThreshold);
+        const resync = durationFlag(command, '--conntrack-resync-period', o.conntrackResyncPeriod);
         // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
         const log = daemonLogger(command, o);
         const kc = (await daemonKubeConfig(command, o, log)).kubeConfig;
@@ -437,6 +449,8 @@ export function registerConntrack(program: Command): void {
             dryRun: o.dryRun ?? false,
             kubernetesVersion: k8s,
             minSyncPeriodMs: period,
+            eventIndex: o.conntrackEventIndex ?? false,
+            fullResyncPeriodMs: resync,
             nodeName,
             fullThreshold: threshold,
             purgePodIPs: o.conntrackPurgePodIps ?? false,

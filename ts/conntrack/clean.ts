@@ -39,18 +39,27 @@ export interface CleanOptions {
 
 /**
  * Which path a pass took: `full` (upstream's whole-table pass), `targeted` (only what the
- * endpoint diff since the handle's last successful pass made stale) or `unchanged` (nothing
- * could have become stale; no request sent).
+ * endpoint diff since the handle's last successful pass made stale), `unchanged` (nothing
+ * could have become stale; no request sent) or `indexed` (the stale flows taken from the
+ * handle's event index, `enableEventIndex`: no dump, exact deletes).
  */
-export type CleanPath = 'full' | 'targeted' | 'unchanged';
+export type CleanPath = 'full' | 'targeted' | 'unchanged' | 'indexed';
 
 /**
  * Why a full pass ran: `first` pass of the family on the handle, `requested` (`full: true`),
  * `dryRun`, `previousIncomplete` (the last pass failed, was partial or left flows it could not
- * delete), `unsupported` (no filtered flush on this kernel) or `cost` (the costs measured on
- * this kernel favour one full pass).
+ * delete), `unsupported` (no filtered flush on this kernel), `cost` (the costs measured on
+ * this kernel favour one full pass) or `indexResync` (the event index must be rebuilt: events
+ * were lost, or it is over its cap; the pass rebuilds it).
  */
-export type FullReason = 'first' | 'requested' | 'dryRun' | 'previousIncomplete' | 'unsupported' | 'cost';
+export type FullReason =
+  | 'first'
+  | 'requested'
+  | 'dryRun'
+  | 'previousIncomplete'
+  | 'unsupported'
+  | 'cost'
+  | 'indexResync';
 
 /**
  * The estimates (seconds) a cost decision compared: one walk of the table per flush or
@@ -89,7 +98,10 @@ export interface CleanResult {
   fullReason?: FullReason;
   /** The estimates a cost decision compared. */
   estimate?: CleanEstimate;
-  /** Removed (frontend, backend) pairs walked on the targeted path, one kernel-filtered dump each. */
+  /**
+   * Removed (frontend, backend) pairs walked on the targeted path, one kernel-filtered dump
+   * each; on the indexed path, the pairs found stale in the index.
+   */
   pairs: number;
 }
 

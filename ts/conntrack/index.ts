@@ -43,6 +43,13 @@ export {
 } from './events.js';
 export type { DirectionFilter, FilterProtocol, FlowFilter } from './filter.js';
 export {
+  type EventIndexOptions,
+  type EventIndexState,
+  type EventIndexStats,
+  enableEventIndex,
+  eventIndexStats,
+} from './event-index.js';
+export {
   endpointsTable,
   type SlicePort,
   serviceEntries,

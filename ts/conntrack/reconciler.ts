@@ -22,6 +22,7 @@ import { clientNode } from '../peers.js';
 import { nextRunAt } from './bounded-frequency.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack, type TableStats } from './client.js';
+import { type EventIndexOptions, enableEventIndex } from './event-index.js';
 import { endpointsTable, serviceEntries, udpPortKeys } from './k8s.js';
 import type { ConntrackMetrics } from './metrics.js';
 import { PodIpPurge, type PurgeResult } from './purge.js';
@@ -62,6 +63,12 @@ export interface ReconcilerOptions {
    * also catches flows that became stale between two passes.
    */
   fullResyncPeriodMs?: number;
+  /**
+   * Keep the live UDP flows per (frontend, endpoint) from conntrack events (`enableEventIndex`)
+   * so passes between full ones delete the stale flows without walking the table; `true` for
+   * the defaults. Off by default.
+   */
+  eventIndex?: boolean | EventIndexOptions;
   /** Pauses before restarting a failed watch (capped exponential backoff per informer). */
   watchBackoff?: WatchBackoff;
   /** Called after each cleanup pass. An exception it throws goes to `onError`. */
@@ -193,6 +200,13 @@ export class StaleFlowReconciler {
       // stop() ran while the handle was being opened: it could not close it.
       if (this.#ownCt) this.#ct.close();
       return;
+    }
+    const index = this.#opts.eventIndex;
+    if (index) {
+      await enableEventIndex(this.#ct, index === true ? {} : index).catch((e: unknown) => {
+        if (this.#ownCt) this.#ct?.close();
+        throw e;
+      });
     }
     this.#health = new TableHealth(this.#ct, {
       ...(this.#opts.fullThreshold !== undefined ? { threshold: this.#opts.fullThreshold } : {}),

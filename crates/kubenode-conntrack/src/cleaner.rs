@@ -4,16 +4,20 @@
 //! with the table. Between full passes the targeted path dumps only what changed since the last
 //! successful pass: one kernel-filtered dump per removed (frontend, backend) pair and per new
 //! frontend (`stale_diff`), then the same exact deletes, when the measured costs say that beats
-//! a full pass. [`plan`](crate::plan::plan) decides; this module runs the decision.
+//! a full pass. With an event-fed [`FlowIndex`] the stale flows come from memory instead
+//! (`Indexed`), and every full pass rebuilds the index from its dump.
+//! [`plan`](crate::plan::plan) decides; this module runs the decision.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::conntrack::{entry_count, Conntrack, DumpEvent};
 use crate::cost::CostModel;
 use crate::error::{Error, Result};
 use crate::flow::{DumpFilter, Family, Flow};
-use crate::plan::{plan, Costs, DumpKind, LastPass, Plan};
+use crate::flow_index::FlowIndex;
+use crate::plan::{plan, plan_with_index, Costs, DumpKind, LastPass, Plan};
 use crate::probe::FlushSupport;
 use crate::progress::{Progress, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
 use crate::report::{CleanOptions, CleanPath, CleanReport, FullReason};
@@ -35,6 +39,8 @@ pub struct StaleFlowCleaner {
     v6: FamilyState,
     /// A targeted dump was refused as unsupported: every later pass is full.
     targeted_refused: bool,
+    /// The event-fed flow index, when enabled: its feeder applies events to it meanwhile.
+    index: Option<Arc<Mutex<FlowIndex>>>,
     #[cfg(feature = "test-hooks")]
     pinned: Option<bool>,
 }
@@ -49,6 +55,16 @@ impl StaleFlowCleaner {
             Family::V4 => &mut self.v4,
             Family::V6 => &mut self.v6,
         }
+    }
+
+    /// Takes the stale flows from `index` (fed from events by its owner) between full passes,
+    /// and rebuilds it on each full pass; `None` turns that off.
+    pub fn set_index(&mut self, index: Option<Arc<Mutex<FlowIndex>>>) {
+        self.index = index;
+    }
+
+    pub fn index(&self) -> Option<&Arc<Mutex<FlowIndex>>> {
+        self.index.as_ref()
     }
 
     /// The measured costs of `family`.
@@ -100,6 +116,7 @@ impl StaleFlowCleaner {
             ct.flush_support()
         };
         let pinned = self.pinned();
+        let index = self.index.clone();
         let state = self.family(family);
         if opts.dry_run {
             // Deletes nothing, so what the cleaner remembers stays true.
@@ -111,7 +128,8 @@ impl StaleFlowCleaner {
             let p = plan(&state.last, matcher, opts, costs, || None);
             let mut rep = report(&p);
             for (_, filter) in &p.dumps {
-                dump_and_delete(ct, family, filter, &p.tables, true, progress, &mut rep)?;
+                let mode = Mode::DryRun;
+                dump_and_delete(ct, family, filter, &p.tables, mode, progress, &mut rep)?;
             }
             rep.seconds = start.elapsed().as_secs_f64();
             return Ok(rep);
@@ -123,12 +141,27 @@ impl StaleFlowCleaner {
             model: &state.cost,
             pinned,
         };
-        let p = plan(&prev, matcher, opts, costs, || ct.table_count().ok());
-        let result = match run(ct, family, &p, &mut state.cost, progress) {
+        let count = || ct.table_count().ok();
+        let p = match &index {
+            Some(x) => {
+                let st = lock(x).state(family);
+                plan_with_index(&prev, matcher, opts, costs, st, count)
+            }
+            None => plan(&prev, matcher, opts, costs, count),
+        };
+        let index = index.as_deref();
+        let result = match run(ct, family, &p, &mut state.cost, index, progress) {
             Err(Error::Unsupported { .. }) if p.path == CleanPath::Targeted => {
                 self.targeted_refused = true;
                 let full = Plan::full(p.tables.clone(), FullReason::Unsupported, None);
-                run(ct, family, &full, &mut self.family(family).cost, progress)
+                run(
+                    ct,
+                    family,
+                    &full,
+                    &mut self.family(family).cost,
+                    index,
+                    progress,
+                )
             }
             r => r,
         };
@@ -145,6 +178,12 @@ impl StaleFlowCleaner {
     }
 }
 
+/// The index, even if a thread panicked holding it (its maps stay consistent: every change
+/// is one map operation).
+fn lock(x: &Mutex<FlowIndex>) -> MutexGuard<'_, FlowIndex> {
+    x.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The report of `p` before it runs.
 fn report(p: &Plan<'_>) -> CleanReport {
     CleanReport {
@@ -156,16 +195,32 @@ fn report(p: &Plan<'_>) -> CleanReport {
     }
 }
 
-/// Runs the dumps of `p` and records what they measured in `cost`.
+/// Runs the dumps of `p` (or, on the indexed path, takes its stale flows from `index`) and
+/// records what they measured in `cost`. A full pass rebuilds `index`.
 fn run(
     ct: &mut Conntrack,
     family: Family,
     p: &Plan<'_>,
     cost: &mut CostModel,
+    index: Option<&Mutex<FlowIndex>>,
     progress: &Progress,
 ) -> Result<CleanReport> {
     let start = Instant::now();
     let mut rep = report(p);
+    if p.path == CleanPath::Indexed {
+        if let Some(x) = index {
+            progress.phase.store(PHASE_LISTING, Ordering::Relaxed);
+            let found = lock(x).stale(family, &p.tables);
+            rep.stale = found.flows.len().try_into().unwrap_or(u32::MAX);
+            rep.pairs = found.pairs;
+            progress.stale.store(rep.stale, Ordering::Relaxed);
+            delete_stale(ct, family, &found.flows, progress, &mut rep);
+            // Gone now or already: their DESTROY events may come after the next pass.
+            lock(x).remove(family, &found.flows);
+            progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
+            return Ok(rep);
+        }
+    }
     // A per-pair dump walks the table once, as a filtered flush would, but the kernel hands
     // back what matched: each flow is decided by the full pass's rule and `deleted` counts what
     // went (a flush reports no count, and the table's entry count does not drop at once for
@@ -177,7 +232,11 @@ fn run(
     };
     let mut table_seconds = 0.0;
     for (kind, filter) in &p.dumps {
-        let secs = dump_and_delete(ct, family, filter, &p.tables, false, progress, &mut rep)?;
+        let mode = match (kind, index) {
+            (DumpKind::Table, Some(x)) => Mode::Rebuild(x),
+            _ => Mode::Delete,
+        };
+        let secs = dump_and_delete(ct, family, filter, &p.tables, mode, progress, &mut rep)?;
         match kind {
             DumpKind::Table => table_seconds += secs,
             DumpKind::Pair => {
@@ -201,14 +260,27 @@ fn run(
     Ok(rep)
 }
 
+/// What a dump does besides selecting the stale entries.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    /// Deletes nothing.
+    DryRun,
+    Delete,
+    /// Deletes, and rebuilds the index from every entry kept (a whole-table dump).
+    Rebuild(&'a Mutex<FlowIndex>),
+}
+
+/// Entries handed to the index per lock, so its feeder is never held up for long.
+const REBUILD_BATCH: usize = 4096;
+
 /// One dump filtered by `filter`, decided per entry with `matcher`, then the stale entries
-/// deleted (unless `dry_run`); adds to `rep` and returns the seconds the dump took.
+/// deleted (unless a dry run); adds to `rep` and returns the seconds the dump took.
 fn dump_and_delete(
     ct: &mut Conntrack,
     family: Family,
     filter: &DumpFilter,
     matcher: &StaleMatcher,
-    dry_run: bool,
+    mode: Mode<'_>,
     progress: &Progress,
     rep: &mut CleanReport,
 ) -> Result<f64> {
@@ -216,10 +288,22 @@ fn dump_and_delete(
     let start = Instant::now();
     let mut stale: Vec<Flow> = Vec::new();
     let mut seen = 0u32;
+    let index = match mode {
+        Mode::Rebuild(x) => Some(x),
+        _ => None,
+    };
+    let mut kept: Vec<Flow> = Vec::new();
+    // Cleared again by every attempt's start; taken before the dump so that events of flows
+    // created while it runs are applied.
+    let mut token = index.map(|x| lock(x).begin_rebuild(family));
     let stats = ct.dump(family, filter, |ev| match ev {
         DumpEvent::Attempt(_) => {
             stale.clear();
             seen = 0;
+            kept.clear();
+            if let Some(x) = index {
+                token = Some(lock(x).begin_rebuild(family));
+            }
         }
         DumpEvent::Flow(f) => {
             seen = seen.saturating_add(1);
@@ -228,10 +312,26 @@ fn dump_and_delete(
             }
             if matcher.is_stale(f) {
                 stale.push(*f);
+            } else if let Some(x) = index {
+                kept.push(*f);
+                if kept.len() >= REBUILD_BATCH {
+                    lock(x).extend(family, &kept);
+                    kept.clear();
+                }
             }
         }
     });
     let dump_seconds = start.elapsed().as_secs_f64();
+    if let Some(x) = index {
+        let mut x = lock(x);
+        match (&stats, token) {
+            (Ok(s), Some(t)) if !s.partial => {
+                x.extend(family, &kept);
+                x.finish_rebuild(family, t);
+            }
+            _ => x.abandon_rebuild(family),
+        }
+    }
     let stats = match stats {
         Ok(s) => s,
         Err(e) => {
@@ -245,9 +345,24 @@ fn dump_and_delete(
     rep.stale = rep.stale.saturating_add(entry_count(stale.len()));
     progress.listed.store(seen, Ordering::Relaxed);
     progress.stale.store(rep.stale, Ordering::Relaxed);
-    if !stale.is_empty() && !dry_run {
+    if !matches!(mode, Mode::DryRun) {
+        delete_stale(ct, family, &stale, progress, rep);
+    }
+    progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
+    Ok(dump_seconds)
+}
+
+/// Deletes `stale` by exact tuple, zone and ID in batches; counts into `rep`.
+fn delete_stale(
+    ct: &mut Conntrack,
+    family: Family,
+    stale: &[Flow],
+    progress: &Progress,
+    rep: &mut CleanReport,
+) {
+    if !stale.is_empty() {
         progress.phase.store(PHASE_DELETING, Ordering::Relaxed);
-        match ct.delete(family, &stale) {
+        match ct.delete(family, stale) {
             Ok(d) => {
                 rep.deleted = rep.deleted.saturating_add(d.deleted());
                 rep.not_found = rep.not_found.saturating_add(d.not_found);
@@ -264,6 +379,4 @@ fn dump_and_delete(
         }
         progress.deleted.store(rep.deleted, Ordering::Relaxed);
     }
-    progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
-    Ok(dump_seconds)
 }

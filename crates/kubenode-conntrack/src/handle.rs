@@ -3,16 +3,22 @@
 //! never blocks a caller's event loop.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::cleaner::StaleFlowCleaner;
 use crate::conntrack::Conntrack;
+use crate::consts::IPPROTO_UDP;
 use crate::error::{Error, Result};
+use crate::events::EventSocket;
+use crate::flow_index::FlowIndex;
+use crate::index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
 
-/// What one shared handle holds: its persistent ctnetlink socket and the cleanup that uses it.
+/// What one shared handle holds: its persistent ctnetlink socket and the cleanup that uses it,
+/// and the feed of the cleaner's flow index when one is enabled.
 pub struct Session {
     pub ct: Conntrack,
     pub cleaner: StaleFlowCleaner,
+    pub feed: Option<IndexFeed>,
 }
 
 impl Session {
@@ -21,7 +27,29 @@ impl Session {
         Session {
             ct,
             cleaner: StaleFlowCleaner::new(),
+            feed: None,
         }
+    }
+
+    /// Enables the cleaner's event-fed flow index: opens an event socket in `netns` (the
+    /// namespace this handle's socket is in; the caller's when `None`) with a receive buffer
+    /// of `rcvbuf` bytes, and starts its feed. The index holds at most `max_flows` flows. The
+    /// socket is open before this returns, so the next pass, full, builds it from a dump that
+    /// misses no flow created meanwhile.
+    pub fn enable_index(
+        &mut self,
+        netns: Option<&str>,
+        max_flows: usize,
+        rcvbuf: Option<usize>,
+    ) -> Result<(Arc<Mutex<FlowIndex>>, Arc<FeedStats>)> {
+        let sock = EventSocket::open(netns, INDEX_GROUPS, rcvbuf)?;
+        let index = Arc::new(Mutex::new(FlowIndex::new(IPPROTO_UDP, max_flows)));
+        let feed = IndexFeed::start(sock, index.clone())?;
+        let stats = feed.stats();
+        // The old feed (if any) stops when dropped.
+        self.feed = Some(feed);
+        self.cleaner.set_index(Some(index.clone()));
+        Ok((index, stats))
     }
 }
 

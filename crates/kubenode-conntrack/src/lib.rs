@@ -22,9 +22,11 @@ mod events;
 mod fault;
 mod filter;
 mod flow;
+mod flow_index;
 mod flush;
 mod handle;
 mod hash;
+mod index_feed;
 mod netns_open;
 mod plan;
 mod probe;
@@ -58,10 +60,12 @@ pub use flow::{
     check_family, encode_delete, encode_new, parse_entry_payload, parse_flow, DumpFilter, Family,
     Flow, Tuple,
 };
+pub use flow_index::{FlowIndex, IndexedStale, Rebuild, Resync};
 pub use flush::{FilterDeleteReport, FlushPath};
 pub use handle::{ConntrackHandle, Handle, Session};
+pub use index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
-pub use plan::{plan, Costs, DumpKind, LastPass, Plan};
+pub use plan::{plan, plan_with_index, Costs, DumpKind, LastPass, Plan};
 pub use probe::{encode_flush_probe, flush_support_from_errno, FlushSupport};
 pub use progress::{Progress, ProgressReport, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
 pub use purge::{flow_has_ip, gone_ips};

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use crate::cost::{CostModel, Estimate};
 use crate::flow::DumpFilter;
+use crate::flow_index::Resync;
 use crate::probe::FlushSupport;
 use crate::report::{CleanOptions, CleanPath, FullReason};
 use crate::stale::StaleMatcher;
@@ -149,5 +150,34 @@ pub fn plan<'a>(
         estimate,
         dumps: pairs.chain(frontends).collect(),
         tables: effective,
+    }
+}
+
+/// [`plan`] for a cleaner with an event-fed flow index whose state for the family is `index`.
+/// Where `plan` would start from the last pass (it succeeded, and neither a dry run nor a full
+/// pass was asked for), a valid index answers the pass from memory (`Indexed`, no dump, every
+/// pair decided, so it also catches flows that became stale between two passes), and an
+/// invalid one makes it a full pass that rebuilds the index. Otherwise `plan` decides.
+pub fn plan_with_index<'a>(
+    previous: &LastPass,
+    tables: &'a StaleMatcher,
+    opts: CleanOptions,
+    costs: Costs<'_>,
+    index: Result<(), Resync>,
+    table_entries: impl FnOnce() -> Option<u64>,
+) -> Plan<'a> {
+    if opts.dry_run || opts.full || !matches!(previous, LastPass::Done(_)) {
+        return plan(previous, tables, opts, costs, table_entries);
+    }
+    let effective = tables.with_deleted(previous.tables());
+    match index {
+        Ok(()) => Plan {
+            path: CleanPath::Indexed,
+            full_reason: None,
+            estimate: None,
+            dumps: Vec::new(),
+            tables: effective,
+        },
+        Err(_) => Plan::full(effective, FullReason::IndexResync, None),
     }
 }

@@ -17,6 +17,8 @@ pub enum CleanPath {
     Targeted,
     /// Nothing changed that could make a flow stale: no request was sent.
     Unchanged,
+    /// The stale flows were taken from the event-fed flow index: no dump, exact deletes only.
+    Indexed,
 }
 
 /// Why a full cleanup pass ran.
@@ -35,6 +37,9 @@ pub enum FullReason {
     Unsupported,
     /// The measured costs favour one full pass.
     Cost,
+    /// The event-fed flow index needs a rebuild (not built yet, events lost, or over its cap):
+    /// this pass rebuilds it.
+    IndexResync,
 }
 
 /// What one pass did. Counts are u32: they count table entries (or pairs of them), and a
@@ -62,7 +67,8 @@ pub struct CleanReport {
     // Named for the typings: `Estimate` is declared after this module is read.
     #[cfg_attr(feature = "napi", napi(ts_type = "ConntrackCleanEstimate"))]
     pub estimate: Option<Estimate>,
-    /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each.
+    /// Removed (frontend, backend) pairs walked on the targeted path, one filtered dump each;
+    /// on the indexed path, the pairs found stale in the index.
     pub pairs: u32,
 }
 

@@ -8,8 +8,9 @@ use std::net::IpAddr;
 
 use common::{dnat, ip, tcp};
 use kubenode_conntrack::{
-    plan, stale_diff, CleanOptions, CostModel, Costs, Endpoint, Error, Family, Flow, FlushSupport,
-    KubernetesVersion, LastPass, Plan, Protocol, ServicePort, StaleMatcher,
+    plan, plan_with_index, stale_diff, CleanOptions, CleanPath, CostModel, Costs, Endpoint, Error,
+    EventKind, Family, Flow, FlowEvent, FlowIndex, FlushSupport, KubernetesVersion, LastPass, Plan,
+    Protocol, ServicePort, StaleMatcher, IPPROTO_UDP,
 };
 
 const V136: KubernetesVersion = KubernetesVersion::OLDEST;
@@ -672,6 +673,60 @@ proptest! {
                 .collect()
         };
         prop_assert_eq!(select(&targeted), select(&full), "{:?}", targeted.dumps);
+    }
+
+    /// The indexed path deletes what the full pass would: an index built from a dump of part
+    /// of the table and kept by the events of the rest (some flows created, some destroyed
+    /// after the dump) yields exactly the live flows the full pass's rule selects, each with
+    /// its exact tuple, zone and ID.
+    #[test]
+    fn the_index_selects_what_the_full_pass_selects(
+        (old_svcs, old_eps, flows) in arb_case(),
+        (new_svcs, new_eps, _) in arb_case(),
+        k8s in arb_k8s(),
+        dumped in 0usize..40,
+        destroyed in prop::collection::vec(any::<bool>(), 40),
+    ) {
+        let flows: Vec<Flow> = flows
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut f)| {
+                f.orig.src_port = 2000 + i as u16;
+                f.id = Some(i as u32 + 1);
+                f.zone = (i % 2) as u16;
+                f
+            })
+            .collect();
+        let old = StaleMatcher::build(Family::V4, &old_svcs, &old_eps, k8s).unwrap();
+        let handed = StaleMatcher::build(Family::V4, &new_svcs, &new_eps, k8s).unwrap();
+        let model = CostModel::default();
+        let costs = Costs { flush_support: FlushSupport::Supported, model: &model, pinned: None };
+        let prev = LastPass::Done(old);
+        let p = plan_with_index(&prev, &handed, CleanOptions::default(), costs, Ok(()), || None);
+        prop_assert_eq!(p.path, CleanPath::Indexed);
+        prop_assert!(p.dumps.is_empty());
+        let mut x = FlowIndex::new(IPPROTO_UDP, 1000);
+        let t = x.begin_rebuild(Family::V4);
+        let (dump, later) = flows.split_at(dumped.min(flows.len()));
+        x.extend(Family::V4, dump);
+        for f in later {
+            x.apply(&FlowEvent { kind: EventKind::New, flow: *f });
+        }
+        x.finish_rebuild(Family::V4, t);
+        let mut live = Vec::new();
+        for (f, gone) in flows.iter().zip(&destroyed) {
+            if *gone {
+                x.apply(&FlowEvent { kind: EventKind::Destroy, flow: *f });
+            } else {
+                live.push(*f);
+            }
+        }
+        let key = |f: &Flow| (f.id, f.orig, f.zone);
+        let mut want: Vec<_> = live.iter().filter(|f| p.tables.is_stale(f)).map(key).collect();
+        let mut got: Vec<_> = x.stale(Family::V4, &p.tables).flows.iter().map(key).collect();
+        want.sort_by_key(|k| k.0);
+        got.sort_by_key(|k| k.0);
+        prop_assert_eq!(got, want);
     }
 
     /// No flow is ever selected if its backend serves every service whose frontend or node

@@ -6,18 +6,26 @@
 //! ```text
 //! ct-bench fill  NETNS FLOWS SERVICES ENDPOINTS [--stale-only]
 //! ct-bench floor NETNS FLOWS SERVICES ENDPOINTS
+//! ct-bench delete-floor NETNS FLOWS SERVICES ENDPOINTS
 //! ```
+//! `delete-floor` times the deletes alone: the known stale tuples in batches, no dump (what a
+//! pass that already knows its stale flows cannot beat). With `--subscribed` a thread drains a
+//! conntrack event socket (NEW and DESTROY, as the flow index subscribes) meanwhile, so the
+//! kernel builds and queues a DESTROY event per delete, as it does under an event-fed index.
 //! Flow k goes to service k % S (VIP 10.96.0.(s+1):53) and is answered by endpoint
 //! (k / S) % E (10.244.s.(e+1):5353). The last endpoint of each service is the one the
 //! benchmark removes, so 1/E of the flows are stale.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kubenode_conntrack::codec::{NlSocket, NLMSG_DONE, NLMSG_ERROR, RECV_BUF};
 use kubenode_conntrack::{
-    encode_dump, Conntrack, DumpFilter, Family, Flow, MsgBuf, Msgs, Tuple, IPPROTO_UDP,
+    encode_dump, Conntrack, DumpFilter, EventSocket, EventWaker, Family, Flow, MsgBuf, Msgs, Tuple,
+    INDEX_GROUPS, IPPROTO_UDP,
 };
 
 fn flow(k: u32, s: u32, e: u32) -> Flow {
@@ -79,8 +87,34 @@ fn dump_raw(family: Family, filter: &DumpFilter) -> Result<(u64, u64), String> {
     }
 }
 
+type Listener = (EventWaker, Arc<AtomicBool>, std::thread::JoinHandle<u64>);
+
+/// A thread draining an event socket (in this thread's namespace) until told to stop; returns
+/// the events it read.
+fn subscribe() -> Result<Listener, String> {
+    let mut sock =
+        EventSocket::open(None, INDEX_GROUPS, Some(32 << 20)).map_err(|e| e.to_string())?;
+    let waker = sock.waker();
+    let stop = Arc::new(AtomicBool::new(false));
+    let st = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let (mut out, mut n) = (Vec::with_capacity(1024), 0u64);
+        while !st.load(Ordering::Acquire) {
+            out.clear();
+            match sock.read(&mut out, 1024, Duration::from_secs(1)) {
+                Ok(_) => n += out.len() as u64,
+                Err(_) => break,
+            }
+        }
+        n
+    });
+    Ok((waker, stop, thread))
+}
+
 fn usage() -> ExitCode {
-    eprintln!("usage: ct-bench fill|floor NETNS FLOWS SERVICES ENDPOINTS [--stale-only]");
+    eprintln!(
+        "usage: ct-bench fill|floor|delete-floor NETNS FLOWS SERVICES ENDPOINTS [--stale-only]"
+    );
     ExitCode::from(2)
 }
 
@@ -173,6 +207,49 @@ fn main() -> ExitCode {
                 t.elapsed().as_secs_f64(),
                 r.deleted(),
                 r.sendmsgs
+            )
+        }
+        "delete-floor" => {
+            let stale: Vec<Flow> = (0..n)
+                .filter(|&k| is_stale(k, s, e))
+                .map(|k| flow(k, s, e))
+                .collect();
+            let listener = if rest.iter().any(|a| a == "--subscribed") {
+                // With `nf_conntrack_events` at its default (2) only flows created while a
+                // listener exists carry events: the stale flows are made again under it.
+                let again = subscribe().and_then(|l| {
+                    ct.delete(Family::V4, &stale)
+                        .and_then(|_| ct.create(Family::V4, &stale))
+                        .map_err(|e| e.to_string())
+                        .map(|_| l)
+                });
+                match again {
+                    Ok(l) => Some(l),
+                    Err(err) => {
+                        eprintln!("ct-bench: {err}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                None
+            };
+            let t2 = Instant::now();
+            let r = match ct.delete(Family::V4, &stale) {
+                Ok(r) => r,
+                Err(err) => {
+                    eprintln!("ct-bench: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let seconds = t2.elapsed().as_secs_f64();
+            let events = listener.map_or(0, |(waker, stop, thread)| {
+                stop.store(true, Ordering::Release);
+                waker.wake();
+                thread.join().unwrap_or(0)
+            });
+            format!(
+                r#"{{"seconds":{seconds},"deleted":{},"events":{events}}}"#,
+                r.deleted()
             )
         }
         _ => return usage(),

@@ -2,9 +2,13 @@
 //! arguments, so a bad one is reported like any other failure, as the outcome's `error`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use kubenode_conntrack::{CleanOptions, Conntrack, ConntrackHandle, Progress, Session};
+use kubenode_conntrack::{
+    CleanOptions, Conntrack, ConntrackHandle, Family, FeedStats, FlowIndex, Progress, Resync,
+    Session,
+};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
@@ -17,13 +21,37 @@ use crate::errors::Outcome;
 pub struct JsConntrack {
     pub(super) inner: Arc<ConntrackHandle>,
     progress: Arc<Progress>,
+    /// The namespace the handle was opened in: its event index subscribes there.
+    netns: Option<String>,
+    /// The event-fed index once enabled, readable without waiting for a running task.
+    index: Arc<Mutex<Option<EnabledIndex>>>,
+}
+
+type EnabledIndex = (Arc<Mutex<FlowIndex>>, Arc<FeedStats>);
+
+/// The receive buffer of an index's event socket unless told: room for about a hundred
+/// thousand events (a few hundred bytes each), so a burst of new flows, or the DESTROY events
+/// of a pass's own deletes, is not a loss and a full pass. The kernel charges only what is
+/// queued.
+const INDEX_RCVBUF: usize = 32 << 20;
+
+fn state_name(s: Result<(), Resync>) -> String {
+    match s {
+        Ok(()) => "valid",
+        Err(Resync::NotBuilt) => "notBuilt",
+        Err(Resync::EventsLost) => "eventsLost",
+        Err(Resync::Cap) => "cap",
+    }
+    .into()
 }
 
 impl JsConntrack {
-    pub(super) fn new(core: Conntrack) -> Self {
+    pub(super) fn new(core: Conntrack, netns: Option<String>) -> Self {
         JsConntrack {
             inner: Arc::new(ConntrackHandle::new(Session::new(core))),
             progress: Arc::new(Progress::default()),
+            netns,
+            index: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -157,6 +185,42 @@ impl JsConntrack {
         })
     }
 
+    /// Turns on the event-fed flow index for `cleanStale`: subscribes to the handle's
+    /// namespace's conntrack events (off the JS thread) and feeds an index of at most
+    /// `maxFlows` flows (default: the table's limit, `nf_conntrack_max`) on a thread of its
+    /// own. The next pass is full and builds it.
+    #[napi(ts_return_type = "Promise<Outcome<boolean>>")]
+    pub fn enable_event_index(
+        &self,
+        max_flows: Option<f64>,
+        buffer_size: Option<f64>,
+    ) -> AsyncTask<EnableIndexTask> {
+        AsyncTask::new(EnableIndexTask {
+            ct: self.inner.clone(),
+            netns: self.netns.clone(),
+            max_flows,
+            buffer_size,
+            slot: self.index.clone(),
+        })
+    }
+
+    /// The event-fed index's state, or null when it is not enabled.
+    #[napi]
+    pub fn index_stats(&self) -> Option<ConntrackIndexStats> {
+        let slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        let (index, feed) = slot.as_ref()?;
+        let x = index.lock().unwrap_or_else(|p| p.into_inner());
+        Some(ConntrackIndexStats {
+            flows: x.len() as f64,
+            bytes: x.bytes() as f64,
+            pairs: (x.pairs(Family::V4) + x.pairs(Family::V6)) as f64,
+            ipv4: state_name(x.state(Family::V4)),
+            ipv6: state_name(x.state(Family::V6)),
+            events: feed.events.load(Ordering::Relaxed) as f64,
+            losses: feed.losses.load(Ordering::Relaxed) as f64,
+        })
+    }
+
     /// Progress of the running clean pass (readable while it runs).
     #[napi]
     pub fn progress(&self) -> ConntrackProgress {
@@ -194,6 +258,62 @@ impl Task for OpenTask {
     }
 
     fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
-        Ok(output.map(JsConntrack::new).into())
+        let netns = self.netns.take();
+        Ok(output.map(|c| JsConntrack::new(c, netns)).into())
+    }
+}
+
+/// `enableEventIndex`: the event socket is opened (in the handle's namespace) off the JS
+/// thread, queued behind a running task like the others.
+pub struct EnableIndexTask {
+    ct: Arc<ConntrackHandle>,
+    netns: Option<String>,
+    max_flows: Option<f64>,
+    buffer_size: Option<f64>,
+    slot: Arc<Mutex<Option<EnabledIndex>>>,
+}
+
+/// A whole count in 1..=`max`, or what is wrong with it.
+fn count(name: &str, v: f64, max: usize) -> kubenode_conntrack::Result<usize> {
+    if v.fract() == 0.0 && v >= 1.0 && v <= max as f64 {
+        Ok(v as usize)
+    } else {
+        Err(kubenode_conntrack::Error::OutOfRange(format!(
+            "{name} must be a whole number from 1 to {max}, got {v}"
+        )))
+    }
+}
+
+impl Task for EnableIndexTask {
+    type Output = kubenode_conntrack::Result<bool>;
+    type JsValue = Outcome<bool>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let max = self
+            .max_flows
+            .map(|v| count("maxFlows", v, u32::MAX as usize));
+        let rcvbuf = self
+            .buffer_size
+            .map(|v| count("bufferSize", v, kubenode_conntrack::MAX_RCVBUF))
+            .unwrap_or(Ok(INDEX_RCVBUF));
+        let (netns, slot) = (self.netns.as_deref(), &self.slot);
+        Ok(self.ct.with(|s| {
+            let rcvbuf = rcvbuf?;
+            let max = match max {
+                Some(m) => m?,
+                // The table cannot hold more; 0 is no limit.
+                None => match s.ct.stats()?.max {
+                    0 => u32::MAX as usize,
+                    m => m as usize,
+                },
+            };
+            let enabled = s.enable_index(netns, max, Some(rcvbuf))?;
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(enabled);
+            Ok(true)
+        }))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(output.into())
     }
 }

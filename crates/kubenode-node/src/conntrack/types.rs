@@ -92,3 +92,20 @@ pub struct ConntrackListReport {
     pub partial: bool,
     pub attempts: u32,
 }
+
+/// The event-fed flow index of a handle: what it holds and whether it can answer a pass.
+#[napi(object, object_from_js = false)]
+pub struct ConntrackIndexStats {
+    /// Flows held, both families.
+    pub flows: f64,
+    /// Bytes its maps hold (capacity).
+    pub bytes: f64,
+    /// Interned (frontend, endpoint) pairs, both families.
+    pub pairs: f64,
+    /// Per family: `valid`, or why the next pass is full (`notBuilt`, `eventsLost`, `cap`).
+    pub ipv4: String,
+    pub ipv6: String,
+    /// Events applied, and receive buffer overflows reported, since it was enabled.
+    pub events: f64,
+    pub losses: f64,
+}
