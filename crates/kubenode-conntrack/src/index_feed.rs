@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::event::FlowEvent;
 use crate::events::{EventSocket, EventWaker, Groups};
-use crate::flow::DumpFilter;
+use crate::filter::FlowFilter;
 use crate::flow_index::FlowIndex;
 
 /// Events read per batch (one lock of the index each).
@@ -52,7 +52,7 @@ impl IndexFeed {
     /// by a socket filter where the kernel takes one.
     pub fn start(mut sock: EventSocket, index: Arc<Mutex<FlowIndex>>) -> Result<Self> {
         let proto = lock(&index).proto();
-        sock.set_filter(DumpFilter {
+        sock.set_filter(FlowFilter {
             proto: Some(proto),
             ..Default::default()
         })?;

@@ -33,7 +33,7 @@ fn left(ct: &mut Conntrack) -> Vec<u16> {
         ..Default::default()
     };
     let mut p: Vec<u16> = ct
-        .list(Family::V4, udp)
+        .list(Family::V4, &udp)
         .unwrap()
         .0
         .iter()
