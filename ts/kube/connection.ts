@@ -200,6 +200,12 @@ function pluginCredentials(make: () => KubeConfig): () => Promise<RequestCredent
   };
 }
 
+/** True for a {@link KubeConnection} (as opposed to a client-node `KubeConfig`). */
+export function isKubeConnection(c: unknown): c is KubeConnection {
+  const o = c as Partial<KubeConnection> | null;
+  return typeof o?.server === 'string' && typeof o.credentials === 'function';
+}
+
 /**
  * The connection of a client-node `KubeConfig`'s current context, for embedders that pass one:
  * the same transport, with credentials from `kc` when its user has a plugin.
