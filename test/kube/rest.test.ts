@@ -345,6 +345,45 @@ describe('credentials', () => {
     });
     expect(review.status.userInfo.username).toBe('cert-admin');
     expect(rest.protocol).toBe('h2');
+    // A rotated certificate file is read again a minute later, on a new session.
+    sh('openssl', [
+      'req',
+      '-new',
+      '-key',
+      join(dir, 'client.key'),
+      '-subj',
+      '/O=system:masters/CN=cert-admin-2',
+      '-out',
+      join(dir, 'client2.csr'),
+    ]);
+    sh('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      join(dir, 'client2.csr'),
+      '-CA',
+      join(dir, 'client-ca.crt'),
+      '-CAkey',
+      join(dir, 'client-ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-out',
+      join(dir, 'client.crt'),
+    ]);
+    const now = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now + 61_000);
+    try {
+      const again = await rest.request<{ status: { userInfo: { username: string } } }>({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      });
+      expect(again.status.userInfo.username).toBe('cert-admin-2');
+      expect(rest.sessionsOpened).toBe(2);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('an exec plugin runs through client-node; its failure is a KubeCredentialError without the secret', async () => {
