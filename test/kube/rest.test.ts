@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { KubenodeError } from '../../ts/errors.js';
 import { apiCode } from '../../ts/kube/api-error.js';
 import { loadKubeConfig } from '../../ts/kube/config.js';
 import { KubeCredentialError } from '../../ts/kube/credentials.js';
+import { delegatedAuthorizer } from '../../ts/kube/delegated-auth.js';
 import { ResilientInformer } from '../../ts/kube/informer.js';
 import {
   KubeApiError,
@@ -432,6 +434,17 @@ printf '%s' '${JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', k
     await expect(loadKubeConfig(noServer, { env: {} })).rejects.toThrow(
       /has no current cluster with a server/,
     );
+  });
+});
+
+describe('delegated authorization over the lean client', () => {
+  it('a TokenReview and a SubjectAccessReview decide who reads /metrics', async () => {
+    const rest = await client(kubeconfig('token-delegated', { token: api.token }));
+    const authorize = delegatedAuthorizer(rest);
+    const asking = (token: string) =>
+      ({ headers: { authorization: `Bearer ${token}` }, url: '/metrics', method: 'GET' }) as IncomingMessage;
+    await expect(authorize(asking(api.token))).resolves.toEqual({ status: 200 });
+    await expect(authorize(asking('made-up-token'))).resolves.toMatchObject({ status: 401 });
   });
 });
 
