@@ -1,8 +1,9 @@
 // `kubenode conntrack list|clean|reconcile`.
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
+// The conntrack subsystem alone: the daemon need not load the rest of the library.
+import * as conntrack from '../conntrack/index.js';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
-import { conntrack } from '../index.js';
 import { describeError } from '../kube/api-error.js';
 import { oneLine } from '../kube/log.js';
 import {
@@ -421,7 +422,7 @@ export function registerConntrack(program: Command): void {
         const resync = durationFlag(command, '--conntrack-resync-period', o.conntrackResyncPeriod);
         // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
         const log = daemonLogger(command, o);
-        const kc = (await daemonKubeConfig(command, o, log)).kubeConfig;
+        const connection = (await daemonKubeConfig(command, o, log)).connection;
         const json = o.loggingFormat === 'json';
         // kube-proxy's node name: the override, else this host's name in lower case.
         const nodeName = (o.nodeName || o.hostnameOverride || hostname()).trim().toLowerCase();
@@ -443,7 +444,7 @@ export function registerConntrack(program: Command): void {
           // lives in --netns.
           handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
           const registry = daemonRegistry();
-          const rec = new conntrack.StaleFlowReconciler(kc, {
+          const rec = new conntrack.StaleFlowReconciler(connection, {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,

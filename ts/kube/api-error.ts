@@ -1,11 +1,14 @@
-// What callers need from a @kubernetes/client-node error: its HTTP status and a short,
-// readable form. Next to a leaf, so kube-level code and every subsystem can share it.
+// What callers need from an API error (a @kubernetes/client-node one, or the lean transport's
+// KubeApiError): its HTTP status and a short, readable form. Next to a leaf, so kube-level code and every subsystem can share it.
 import { redactCredentials } from './redact.js';
 
 /** The HTTP status of an API error, if `e` carries one. */
 export function apiCode(e: unknown): number | undefined {
   const c = (e as { code?: unknown })?.code;
-  return typeof c === 'number' ? c : undefined;
+  if (typeof c === 'number') return c;
+  // The lean transport's errors keep `code` for kubenode's own ERR_KUBENODE_* codes.
+  const s = (e as { statusCode?: unknown })?.statusCode;
+  return typeof s === 'number' ? s : undefined;
 }
 
 /** A short, readable form of a client error for logs and events, without any credential. */

@@ -7,9 +7,12 @@ import { delimiter, dirname, join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubenodeError } from '../errors.js';
 import { clientNode } from '../peers.js';
-import { badStaticToken } from './credentials.js';
+import { leanConnection, pluginOf } from './connection.js';
+import { KubeCredentialError } from './credentials.js';
+import { currentContext, KubeconfigSyntaxError, type KubeconfigText } from './kubeconfig-file.js';
 import { redactCredentials } from './redact.js';
 import { readRegularFile } from './regular-file.js';
+import type { KubeConnection } from './rest.js';
 import { readTokenFile, TOKEN_FILE_PROVIDER, TokenFileAuth } from './token-file.js';
 
 /** The service-account directory every pod gets (client-go's `rest.InClusterConfig`). */
@@ -20,7 +23,13 @@ export const SERVICEACCOUNT_DIR_ENV = 'KUBENODE_SERVICEACCOUNT_DIR';
 export type KubeConfigSource = 'flag' | 'KUBECONFIG' | 'in-cluster';
 
 export interface LoadedKubeConfig {
-  kubeConfig: KubeConfig;
+  /**
+   * The lean transport's connection (ts/kube/rest.ts): reaching the API server through it loads
+   * @kubernetes/client-node only when the user needs an exec or auth-provider plugin.
+   */
+  connection: KubeConnection;
+  /** The same cluster as a client-node `KubeConfig`: reading it loads client-node. */
+  readonly kubeConfig: KubeConfig;
   source: KubeConfigSource;
   /** The file or server it came from, for the start-up log line (no credentials in it). */
   origin: string;
@@ -48,15 +57,15 @@ async function readConfigFile(file: string, what: string, prefix: string): Promi
   }
 }
 
-async function fromFiles(files: string[], what: string): Promise<KubeConfig> {
+/** `files` as client-node reads them (for a plugin user, and for callers of `kubeConfig`). */
+function clientNodeConfig(texts: KubeconfigText[], what: string): KubeConfig {
   const { KubeConfig } = clientNode();
   const kc = new KubeConfig();
-  for (const [i, f] of files.entries()) {
-    const text = await readConfigFile(f, 'kubeconfig', `cannot load kubeconfig ${what}: `);
+  for (const [i, f] of texts.entries()) {
     try {
       const one = i === 0 ? kc : new KubeConfig();
-      one.loadFromString(text);
-      one.makePathsAbsolute(dirname(f));
+      one.loadFromString(f.text);
+      one.makePathsAbsolute(dirname(f.path));
       if (one !== kc) kc.mergeConfig(one);
     } catch (e) {
       // client-node reports an empty or non-mapping file as a TypeError from its own internals;
@@ -66,22 +75,61 @@ async function fromFiles(files: string[], what: string): Promise<KubeConfig> {
       throw configError(`cannot load kubeconfig ${what}: ${why}`);
     }
   }
-  if (!kc.getCurrentCluster()?.server) {
+  return kc;
+}
+
+/** A `kubeConfig` property made on first read (it loads client-node). */
+function lazyKubeConfig<T extends object>(
+  target: T,
+  make: () => KubeConfig,
+): T & { readonly kubeConfig: KubeConfig } {
+  let kc: KubeConfig | undefined;
+  return Object.defineProperty(target, 'kubeConfig', {
+    enumerable: true,
+    get: () => {
+      kc ??= make();
+      return kc;
+    },
+  }) as T & { readonly kubeConfig: KubeConfig };
+}
+
+async function fromFiles(
+  files: string[],
+  what: string,
+  options: LoadOptions,
+): Promise<{ connection: KubeConnection; kubeConfig: KubeConfig }> {
+  const texts: KubeconfigText[] = [];
+  for (const f of files) {
+    texts.push({ path: f, text: await readConfigFile(f, 'kubeconfig', `cannot load kubeconfig ${what}: `) });
+  }
+  let ctx: ReturnType<typeof currentContext>;
+  try {
+    ctx = currentContext(texts);
+  } catch (e) {
+    const why =
+      e instanceof KubeconfigSyntaxError && e.document ? e.message : redactCredentials((e as Error).message);
+    throw configError(`cannot load kubeconfig ${what}: ${why}`);
+  }
+  if (!ctx.cluster?.server) {
     throw configError(`kubeconfig ${what} has no current cluster with a server`);
   }
-  const bad = badStaticToken(kc);
-  if (bad) throw configError(`kubeconfig ${what}: ${bad.message}`);
-  // client-node reads these synchronously for every request: a FIFO among them would stop the
-  // daemon at its first request, so they are checked by the same rule now.
-  const user = kc.getCurrentUser();
-  for (const [kind, file] of [
-    ['certificate authority', kc.getCurrentCluster()?.caFile],
-    ['client certificate', user?.certFile],
-    ['client key', user?.keyFile],
-  ] as const) {
-    if (file) await readConfigFile(file, `${kind} file`, `kubeconfig ${what}: `);
+  const make = () => clientNodeConfig(texts, what);
+  let connection: KubeConnection;
+  try {
+    connection = await leanConnection(ctx.cluster, ctx.user, {
+      ...(options.onTokenStale ? { onTokenStale: options.onTokenStale } : {}),
+      pluginKubeConfig: make,
+    });
+  } catch (e) {
+    // A bad static token or an unreadable TLS file: the configuration is wrong, not the moment.
+    if (e instanceof KubeCredentialError || e instanceof KubenodeError) {
+      throw configError(`kubeconfig ${what}: ${e.message}`);
+    }
+    throw e;
   }
-  return kc;
+  // A plugin user's configuration must load in client-node now, not at the first request.
+  const kc = pluginOf(ctx.cluster, ctx.user) ? make() : undefined;
+  return lazyKubeConfig({ connection }, () => kc ?? make());
 }
 
 /**
@@ -95,7 +143,7 @@ async function fromFiles(files: string[], what: string): Promise<KubeConfig> {
  */
 export async function inClusterConfig(
   options: LoadOptions = {},
-): Promise<{ kubeConfig: KubeConfig; tokenFile: TokenFileAuth }> {
+): Promise<{ kubeConfig: KubeConfig; tokenFile: TokenFileAuth; connection: KubeConnection }> {
   const env = options.env ?? process.env;
   const host = env.KUBERNETES_SERVICE_HOST ?? '';
   const port = env.KUBERNETES_SERVICE_PORT ?? '';
@@ -135,17 +183,25 @@ export async function inClusterConfig(
   }
   const server = `https://${isIPv6(host) ? `[${host}]` : host}:${port}`;
   const auth = new TokenFileAuth(options.onTokenStale);
-  const kc = new (clientNode().KubeConfig)();
-  kc.addAuthenticator(auth);
-  kc.loadFromOptions({
-    clusters: [{ name: 'inCluster', server, caFile, skipTLSVerify: false }],
-    users: [
-      { name: 'inClusterUser', authProvider: { name: TOKEN_FILE_PROVIDER, config: { path: tokenFile } } },
-    ],
-    contexts: [{ name: 'inClusterContext', cluster: 'inCluster', user: 'inClusterUser', namespace }],
-    currentContext: 'inClusterContext',
-  });
-  return { kubeConfig: kc, tokenFile: auth };
+  const connection = await leanConnection(
+    { name: 'inCluster', server, caFile },
+    { name: 'inClusterUser', tokenFile },
+    options.onTokenStale ? { onTokenStale: options.onTokenStale } : {},
+  );
+  const make = () => {
+    const kc = new (clientNode().KubeConfig)();
+    kc.addAuthenticator(auth);
+    kc.loadFromOptions({
+      clusters: [{ name: 'inCluster', server, caFile, skipTLSVerify: false }],
+      users: [
+        { name: 'inClusterUser', authProvider: { name: TOKEN_FILE_PROVIDER, config: { path: tokenFile } } },
+      ],
+      contexts: [{ name: 'inClusterContext', cluster: 'inCluster', user: 'inClusterUser', namespace }],
+      currentContext: 'inClusterContext',
+    });
+    return kc;
+  };
+  return lazyKubeConfig({ tokenFile: auth, connection }, make);
 }
 
 /**
@@ -155,14 +211,13 @@ export async function inClusterConfig(
  */
 export async function loadKubeConfig(file?: string, options: LoadOptions = {}): Promise<LoadedKubeConfig> {
   const env = options.env ?? process.env;
-  if (file) return { kubeConfig: await fromFiles([file], file), source: 'flag', origin: file };
+  if (file) return lazyFrom(await fromFiles([file], file, options), { source: 'flag', origin: file });
   const list = (env.KUBECONFIG ?? '').split(delimiter).filter((f) => f !== '');
   if (list.length > 0) {
-    return {
-      kubeConfig: await fromFiles(list, `${list.join(delimiter)} (KUBECONFIG)`),
+    return lazyFrom(await fromFiles(list, `${list.join(delimiter)} (KUBECONFIG)`, options), {
       source: 'KUBECONFIG',
       origin: list.join(delimiter),
-    };
+    });
   }
   if (!env.KUBERNETES_SERVICE_HOST && !env.KUBERNETES_SERVICE_PORT) {
     throw configError(
@@ -170,11 +225,18 @@ export async function loadKubeConfig(file?: string, options: LoadOptions = {}): 
         '(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)',
     );
   }
-  const { kubeConfig, tokenFile } = await inClusterConfig({ ...options, env });
-  return {
-    kubeConfig,
+  const loaded = await inClusterConfig({ ...options, env });
+  return lazyFrom(loaded, {
     source: 'in-cluster',
-    origin: redactCredentials(kubeConfig.getCurrentCluster()?.server ?? ''),
-    tokenFile,
-  };
+    origin: redactCredentials(loaded.connection.server),
+    tokenFile: loaded.tokenFile,
+  });
+}
+
+/** `extra` with the connection and the lazy `kubeConfig` of `from` (without reading it). */
+function lazyFrom(
+  from: { connection: KubeConnection; readonly kubeConfig: KubeConfig },
+  extra: Omit<LoadedKubeConfig, 'connection' | 'kubeConfig'>,
+): LoadedKubeConfig {
+  return lazyKubeConfig({ ...extra, connection: from.connection }, () => from.kubeConfig);
 }

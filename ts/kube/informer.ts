@@ -6,15 +6,10 @@
 // `connect` at the start of every attempt, failed ones included, so that is no sign of health.
 // Each informer restarts alone and only after it failed: `start()` on a running informer aborts
 // its watch, which would come back as one more error.
-import type {
-  Informer,
-  KubeConfig,
-  KubernetesObject,
-  ListPromise,
-  ObjectCache,
-} from '@kubernetes/client-node';
-import { clientNode } from '../peers.js';
-import { settledWatch, type WatchLike, WatchListSource } from './watch-list.js';
+import type { KubeConfig, KubernetesObject, ListPromise } from '@kubernetes/client-node';
+import { ListWatch, type ObjectList } from './list-watch.js';
+import type { KubeRest } from './rest.js';
+import { settledWatch, WatchListSource, watchOf } from './watch-list.js';
 
 /** Pauses between restarts of a failed watch: doubling from `initialMs` up to `maxMs`, with jitter. */
 export interface WatchBackoff {
@@ -59,7 +54,7 @@ const isAbort = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'AbortError';
 
 export class ResilientInformer<T extends KubernetesObject> {
-  readonly #inf: Informer<T> & ObjectCache<T>;
+  readonly #inf: ListWatch<T>;
   readonly #source: WatchListSource<T> | undefined;
   readonly #kind: string;
   readonly #log: InformerLog;
@@ -78,32 +73,39 @@ export class ResilientInformer<T extends KubernetesObject> {
   /** Restart attempts made after failures. */
   restarts = 0;
 
+  /**
+   * Watches `path` through `client`: a lean client (ts/kube/rest.ts), or a client-node
+   * `KubeConfig` (which loads client-node). `list` is the LIST of `path`; with a lean client it
+   * may be left out (a GET of `path`).
+   */
   constructor(
-    kubeConfig: KubeConfig,
+    client: KubeConfig | KubeRest,
     path: string,
-    list: ListPromise<T>,
+    list: ListPromise<T> | undefined,
     kind: string,
     log: InformerLog,
     options: InformerOptions = {},
   ) {
     const failed = (err: unknown) => this.#failed(err);
-    const source = options.watchList ? new WatchListSource<T>(kubeConfig, path, list, failed) : undefined;
+    if (!list && typeof (client as KubeRest).request !== 'function') {
+      throw new TypeError('ResilientInformer: a KubeConfig needs the list function of the path');
+    }
+    const fetchList =
+      (list as (() => Promise<ObjectList<T>>) | undefined) ??
+      (() => (client as KubeRest).request<ObjectList<T>>({ path }));
+    const source = options.watchList
+      ? new WatchListSource<T>(client, path, fetchList as ListPromise<T>, failed)
+      : undefined;
     this.#source = source;
-    const listed: ListPromise<T> = async () => {
-      const r = await (source ? source.list() : list());
+    const listed = async (): Promise<ObjectList<T>> => {
+      const r = await (source ? source.list() : fetchList());
       this.#listed = true;
       this.#healthy();
       return r;
     };
-    const { ListWatch, Watch } = clientNode();
-    // client-node's makeInformer with a watch that cannot reject (see settledWatch).
-    const watch = source ? source.watch : settledWatch(new Watch(kubeConfig) as unknown as WatchLike, failed);
-    this.#inf = new ListWatch<T>(
-      path,
-      watch as unknown as ConstructorParameters<typeof ListWatch>[1],
-      listed,
-      false,
-    );
+    // A watch that cannot reject (see settledWatch).
+    const watch = source ? source.watch : settledWatch(watchOf(client), failed);
+    this.#inf = new ListWatch<T>(path, watch, listed);
     this.#kind = kind;
     this.#log = log;
     this.#opts = options;

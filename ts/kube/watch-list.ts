@@ -16,6 +16,7 @@ import type {
   ListPromise,
 } from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
+import type { KubeRest } from './rest.js';
 
 type Callback = (phase: string, obj: unknown, watchObj?: unknown) => void;
 type Done = (err: unknown) => void;
@@ -31,6 +32,43 @@ export interface WatchLike {
 }
 
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+const isRest = (s: KubeConfig | KubeRest): s is KubeRest => typeof (s as KubeRest).watch === 'function';
+
+/** The watches of a lean client (no client-node) or of a client-node `KubeConfig`. */
+export function watchOf(source: KubeConfig | KubeRest): WatchLike {
+  return isRest(source) ? restWatch(source) : (new (clientNode().Watch)(source) as unknown as WatchLike);
+}
+
+/**
+ * A lean client's watch in client-node's callback shape: `done(null)` when the server ends the
+ * stream, `done(err)` on a failure or an error status (the error's `statusCode` is the status),
+ * and an AbortError when the returned controller stops it first.
+ */
+export function restWatch(rest: KubeRest): WatchLike {
+  return {
+    watch: async (path, query, callback, done) => {
+      const controller = new AbortController();
+      rest
+        .watch(
+          path,
+          query as Record<string, string | number | boolean | undefined>,
+          (e) => callback(e.type, e.object, e),
+          controller.signal,
+        )
+        .then(
+          () =>
+            done(
+              controller.signal.aborted
+                ? Object.assign(new Error('The watch was aborted'), { name: 'AbortError' })
+                : null,
+            ),
+          (err) => done(err),
+        );
+      return controller;
+    },
+  };
+}
 
 /**
  * `w` whose `watch()` never rejects: a failure before the request is sent (credentials that
@@ -84,12 +122,12 @@ export class WatchListSource<T extends KubernetesObject> {
 
   /** `onError`: a failure that no list or watch call could report (see {@link settledWatch}). */
   constructor(
-    kubeConfig: KubeConfig,
+    source: KubeConfig | KubeRest,
     path: string,
     fallback: ListPromise<T>,
     onError: (err: unknown) => void,
   ) {
-    this.#watch = settledWatch(new (clientNode().Watch)(kubeConfig) as unknown as WatchLike, onError);
+    this.#watch = settledWatch(watchOf(source), onError);
     this.#path = path;
     this.#fallback = fallback;
   }
