@@ -292,7 +292,7 @@ export function registerConntrack(program: Command): void {
         const threshold = fullThreshold(command, o.conntrackFullThreshold);
         // Flags first: a bad --logging-format is a usage error whatever the cluster configuration.
         const log = daemonLogger(command, o);
-        const kc = (await daemonKubeConfig(command, o, log)).kubeConfig;
+        const connection = (await daemonKubeConfig(command, o, log)).connection;
         const json = o.loggingFormat === 'json';
         // kube-proxy's node name: the override, else this host's name in lower case.
         const nodeName = (o.nodeName || o.hostnameOverride || hostname()).trim().toLowerCase();
@@ -314,7 +314,7 @@ export function registerConntrack(program: Command): void {
           // lives in --netns.
           handle = o.netns ? await conntrack.Conntrack.open({ netns: o.netns }) : undefined;
           const registry = daemonRegistry();
-          const rec = new conntrack.StaleFlowReconciler(kc, {
+          const rec = new conntrack.StaleFlowReconciler(connection, {
             families,
             ...(handle ? { conntrack: handle } : {}),
             dryRun: o.dryRun ?? false,

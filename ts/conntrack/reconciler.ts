@@ -3,14 +3,8 @@
 // (upstream's ConntrackCleanupRequired), per IP family, plus a full pass every
 // fullResyncPeriodMs.
 import { performance } from 'node:perf_hooks';
-import type {
-  KubeConfig,
-  KubernetesObject,
-  ListPromise,
-  V1EndpointSlice,
-  V1Service,
-} from '@kubernetes/client-node';
-import { withUserAgent } from '../kube/client.js';
+import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { connectionFromKubeConfig, isKubeConnection } from '../kube/connection.js';
 import { EventRecorder } from '../kube/events.js';
 import {
   type InformerLog,
@@ -18,7 +12,7 @@ import {
   ResilientInformer,
   type WatchBackoff,
 } from '../kube/informer.js';
-import { clientNode } from '../peers.js';
+import { type KubeConnection, type KubeRest, restClient } from '../kube/rest.js';
 import { nextRunAt } from './bounded-frequency.js';
 import { type CleanResult, cleanStaleEntries } from './clean.js';
 import { Conntrack, type TableStats } from './client.js';
@@ -133,7 +127,9 @@ function serviceKey(slice: V1EndpointSlice): string | undefined {
  * (and are retried at the next period); a watch that fails is restarted with backoff.
  */
 export class StaleFlowReconciler {
-  readonly #kc: KubeConfig;
+  readonly #cluster: KubeConfig | KubeConnection;
+  /** The lean client of every request and watch (made at start from a KubeConfig). */
+  #rest: KubeRest | undefined;
   readonly #opts: ReconcilerOptions;
   #events: EventRecorder | undefined;
   readonly #families: IPFamily[];
@@ -162,8 +158,13 @@ export class StaleFlowReconciler {
   /** Cleanup passes completed so far (a sync runs one per family whose UDP endpoints changed). */
   syncs = 0;
 
-  constructor(kubeConfig: KubeConfig, options: ReconcilerOptions = {}) {
-    this.#kc = withUserAgent(kubeConfig, USER_AGENT);
+  /**
+   * `cluster`: a connection from `loadKubeConfig()` (no client-node loaded unless its user
+   * needs a credential plugin), or a client-node `KubeConfig`.
+   */
+  constructor(cluster: KubeConfig | KubeConnection, options: ReconcilerOptions = {}) {
+    this.#cluster = cluster;
+    if (isKubeConnection(cluster)) this.#rest = restClient(cluster, USER_AGENT);
     this.#opts = options;
     // A release kubenode has no rules for fails here, not at the first pass.
     if (options.kubernetesVersion !== undefined) conntrackKubernetesVersion(options.kubernetesVersion);
@@ -184,31 +185,27 @@ export class StaleFlowReconciler {
       if (this.#ownCt) this.#ct.close();
       return;
     }
+    if (!this.#rest) {
+      const connection = await connectionFromKubeConfig(this.#cluster as KubeConfig);
+      this.#rest = restClient(connection, USER_AGENT);
+    }
+    const rest = this.#rest;
     this.#health = new TableHealth(this.#ct, {
       ...(this.#opts.fullThreshold !== undefined ? { threshold: this.#opts.fullThreshold } : {}),
       onNearlyFull: (message) => this.#warn(REASON_TABLE_NEARLY_FULL, message),
       onError: (e) => this.#report(e),
     });
     this.#health.start(this.#opts.tableCheckPeriodMs);
-    const { CoreV1Api, DiscoveryV1Api } = clientNode();
-    const core = this.#kc.makeApiClient(CoreV1Api);
-    const disc = this.#kc.makeApiClient(DiscoveryV1Api);
     const handlerError = (e: unknown) => this.#report(e);
     const options = (resource: string): InformerOptions => ({
       ...(this.#opts.watchBackoff ? { backoff: this.#opts.watchBackoff } : {}),
       onError: (err) => this.#report(err, { resource }),
       onHandlerError: handlerError,
     });
-    const informer = <T extends KubernetesObject>(path: string, kind: string, list: ListPromise<T>) =>
-      new ResilientInformer<T>(this.#kc, path, list, kind, SILENT, options(path.split('/').at(-1) ?? path));
-    const services = informer<V1Service>('/api/v1/services', 'Service', () =>
-      core.listServiceForAllNamespaces(),
-    );
-    const slices = informer<V1EndpointSlice>(
-      '/apis/discovery.k8s.io/v1/endpointslices',
-      'EndpointSlice',
-      () => disc.listEndpointSliceForAllNamespaces(),
-    );
+    const informer = <T extends KubernetesObject>(path: string, kind: string) =>
+      new ResilientInformer<T>(rest, path, undefined, kind, SILENT, options(path.split('/').at(-1) ?? path));
+    const services = informer<V1Service>('/api/v1/services', 'Service');
+    const slices = informer<V1EndpointSlice>('/apis/discovery.k8s.io/v1/endpointslices', 'EndpointSlice');
     this.#services = services;
     this.#slices = slices;
     slices.on({
@@ -274,9 +271,9 @@ export class StaleFlowReconciler {
   /** A Warning Event about this Node (kube-proxy's node reference: the name doubles as UID). */
   #warn(reason: string, message: string): void {
     const node = this.#opts.nodeName;
-    if (!node) return;
+    if (!node || !this.#rest) return;
     this.#events ??= new EventRecorder({
-      core: this.#kc.makeApiClient(clientNode().CoreV1Api),
+      rest: this.#rest,
       source: { component: USER_AGENT, host: node },
       fieldManager: USER_AGENT,
       // Event write failures reach onError like any other failure.
@@ -420,5 +417,6 @@ export class StaleFlowReconciler {
     await this.#syncing;
     await Promise.all([this.#services?.stop(), this.#slices?.stop()]);
     if (this.#ownCt) this.#ct?.close();
+    this.#rest?.close();
   }
 }

@@ -3,9 +3,9 @@
 // file re-read as it rotates (client-go's cached file token source), or basic credentials.
 // Only a user with an `exec` or `auth-provider` plugin, or a cluster behind a `proxy-url`, takes
 // its credentials from client-node, loaded then and not before.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig, User } from '@kubernetes/client-node';
 import { KubenodeError } from '../errors.js';
-import { credentialFailure, guardedAuthorization, KubeCredentialError } from './credentials.js';
+import { cleanAuthorization, credentialFailure, guardedAuthorization } from './credentials.js';
 import { rememberCredential } from './redact.js';
 import { readRegularFile } from './regular-file.js';
 import type { KubeConnection, RequestCredentials, TlsMaterial } from './rest.js';
@@ -84,18 +84,9 @@ export async function tlsMaterial(cluster: ClusterEntry, user: UserEntry | undef
   };
 }
 
-/** Characters no header value may hold (as credentials.ts checks). */
-const NOT_IN_HEADER = /[^\t\x20-\x7e\x80-\xff]/;
-
+/** A checked, trimmed `Bearer` header value (a KubeCredentialError names the user, never the token). */
 function bearer(token: string, user: string): string {
-  const t = token.trim();
-  if (t === '' || NOT_IN_HEADER.test(t)) {
-    throw new KubeCredentialError(
-      `the bearer token of user ${JSON.stringify(user)} is ${t === '' ? 'empty' : 'not a valid HTTP header value (it contains a control character or a line break)'}`,
-    );
-  }
-  rememberCredential(t);
-  return `Bearer ${t}`;
+  return cleanAuthorization(`Bearer ${token}`, { name: user } as User);
 }
 
 export interface ConnectionOptions {
@@ -198,6 +189,12 @@ function pluginCredentials(make: () => KubeConfig): () => Promise<RequestCredent
     };
     return { ...(authorization ? { authorization } : {}), tls };
   };
+}
+
+/** True for a {@link KubeConnection} (as opposed to a client-node `KubeConfig`). */
+export function isKubeConnection(c: unknown): c is KubeConnection {
+  const o = c as Partial<KubeConnection> | null;
+  return typeof o?.server === 'string' && typeof o.credentials === 'function';
 }
 
 /**

@@ -58,7 +58,7 @@ export function credentialFailure(user: User | null, e: unknown): KubeCredential
  * The bearer token of an `Authorization` value trimmed; throws a KubeCredentialError if it still
  * holds a character no header can carry.
  */
-function cleanAuthorization(value: string, user: User | null): string {
+export function cleanAuthorization(value: string, user: User | null): string {
   const m = /^Bearer\s+([\s\S]*)$/.exec(value);
   if (!m) return value;
   const token = (m[1] ?? '').trim();

@@ -6,11 +6,17 @@
 // and a flood of made-up tokens cannot grow the heap.
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  V1SubjectAccessReview,
+  V1SubjectAccessReviewSpec,
+  V1TokenReview,
+} from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
 import type { Logger } from '../servicecidr/logger.js';
 import { describeError } from './api-error.js';
 import type { MetricsAuthorizer } from './health.js';
+import type { KubeRest } from './rest.js';
 
 export interface DelegatedAuthOptions {
   /** How long a decision is reused (default 10 s). */
@@ -27,27 +33,62 @@ export interface DelegatedAuthOptions {
 
 type Decision = { status: 200 | 401 | 403 | 429; reason?: string };
 
+interface Reviews {
+  tokenReview(token: string): Promise<V1TokenReview>;
+  subjectAccessReview(spec: V1SubjectAccessReviewSpec): Promise<V1SubjectAccessReview>;
+}
+
+function reviews(client: KubeConfig | KubeRest): Reviews {
+  if (typeof (client as KubeRest).request === 'function') {
+    const rest = client as KubeRest;
+    return {
+      tokenReview: (token) =>
+        rest.request({
+          method: 'POST',
+          path: '/apis/authentication.k8s.io/v1/tokenreviews',
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
+        }),
+      subjectAccessReview: (spec) =>
+        rest.request({
+          method: 'POST',
+          path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+          body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec },
+        }),
+    };
+  }
+  const kc = client as KubeConfig;
+  const { AuthenticationV1Api, AuthorizationV1Api } = clientNode();
+  const authn = kc.makeApiClient(AuthenticationV1Api);
+  const authz = kc.makeApiClient(AuthorizationV1Api);
+  return {
+    tokenReview: (token) => authn.createTokenReview({ body: { spec: { token } } }),
+    subjectAccessReview: (spec) => authz.createSubjectAccessReview({ body: { spec } }),
+  };
+}
+
 /**
- * A `MetricsAuthorizer` asking the API server of `kc` about `GET <path>` (`HEAD` as verb `head`).
+ * A `MetricsAuthorizer` asking the API server of `client` (a lean client, or a client-node
+ * `KubeConfig`) about `GET <path>` (`HEAD` as verb `head`).
  * `kc` should not share the daemon's own client-side rate limit: made-up tokens would queue its
  * real requests behind their reviews (upstream's delegating clients have a budget of their own).
  */
-export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}): MetricsAuthorizer {
+export function delegatedAuthorizer(
+  client: KubeConfig | KubeRest,
+  o: DelegatedAuthOptions = {},
+): MetricsAuthorizer {
   const ttl = o.ttlMs ?? 10_000;
   const max = o.maxEntries ?? 1024;
   const maxPending = o.maxPending ?? 64;
   const timeoutMs = o.timeoutMs ?? 10_000;
   // One review per key at a time: concurrent scrapes with one token share it.
   const pending = new Map<string, Promise<Decision>>();
-  const { AuthenticationV1Api, AuthorizationV1Api } = clientNode();
-  const authn = kc.makeApiClient(AuthenticationV1Api);
-  const authz = kc.makeApiClient(AuthorizationV1Api);
+  const api = reviews(client);
   const cache = new Map<string, { until: number; decision: Decision }>();
 
   async function decide(token: string, path: string, verb: string): Promise<Decision> {
-    let review: Awaited<ReturnType<typeof authn.createTokenReview>>;
+    let review: V1TokenReview;
     try {
-      review = await authn.createTokenReview({ body: { spec: { token } } });
+      review = await api.tokenReview(token);
     } catch (e) {
       // The API server's wording; the error itself (an HTTP 403 for a missing grant) as `err`.
       o.log?.error('Unable to authenticate the request due to an error', e);
@@ -55,18 +96,14 @@ export function delegatedAuthorizer(kc: KubeConfig, o: DelegatedAuthOptions = {}
     }
     const user = review.status?.user;
     if (!review.status?.authenticated || !user) return { status: 401, reason: 'Unauthorized' };
-    let sar: Awaited<ReturnType<typeof authz.createSubjectAccessReview>>;
+    let sar: V1SubjectAccessReview;
     try {
-      sar = await authz.createSubjectAccessReview({
-        body: {
-          spec: {
-            user: user.username,
-            ...(user.uid ? { uid: user.uid } : {}),
-            ...(user.groups ? { groups: user.groups } : {}),
-            ...(user.extra ? { extra: user.extra } : {}),
-            nonResourceAttributes: { path, verb },
-          },
-        },
+      sar = await api.subjectAccessReview({
+        ...(user.username !== undefined ? { user: user.username } : {}),
+        ...(user.uid ? { uid: user.uid } : {}),
+        ...(user.groups ? { groups: user.groups } : {}),
+        ...(user.extra ? { extra: user.extra } : {}),
+        nonResourceAttributes: { path, verb },
       });
     } catch (e) {
       o.log?.error('Unable to authorize the request due to an error', e);

@@ -18,6 +18,8 @@ import type {
 } from '@kubernetes/client-node';
 import { clientNode } from '../peers.js';
 import { withSignal } from './abort.js';
+import { apiCode } from './api-error.js';
+import { type KubeRest, PATCH_STRATEGIC } from './rest.js';
 
 /** Milliseconds since the epoch; tests pass a fake. */
 export type Clock = () => number;
@@ -262,8 +264,10 @@ export class EventCorrelator {
 }
 
 export interface EventRecorderOptions {
-  /** A CoreV1Api client (ideally one from `withUserAgent`). */
-  core: CoreV1Api;
+  /** A CoreV1Api client (ideally one from `withUserAgent`); or give `rest`. */
+  core?: CoreV1Api;
+  /** A lean client (ts/kube/rest.ts): the Events are written without client-node. */
+  rest?: KubeRest;
   source: EventSource;
   /** Field manager of every Event write. */
   fieldManager: string;
@@ -273,9 +277,59 @@ export interface EventRecorderOptions {
   retryDelayMs?: number;
 }
 
-function httpCode(e: unknown): number | undefined {
-  const c = (e as { code?: unknown })?.code;
-  return typeof c === 'number' ? c : undefined;
+/** The two writes of the recorder's sink. */
+interface EventSink {
+  create(
+    namespace: string,
+    body: CoreV1Event,
+    fieldManager: string,
+    signal?: AbortSignal,
+  ): Promise<CoreV1Event>;
+  patch(
+    namespace: string,
+    name: string,
+    body: Record<string, unknown>,
+    fieldManager: string,
+    signal?: AbortSignal,
+  ): Promise<CoreV1Event>;
+}
+
+function restSink(rest: KubeRest): EventSink {
+  const path = (ns: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/events`;
+  return {
+    create: (namespace, body, fieldManager, signal) =>
+      rest.request({
+        method: 'POST',
+        path: path(namespace),
+        query: { fieldManager },
+        body,
+        ...(signal ? { signal } : {}),
+      }),
+    patch: (namespace, name, body, fieldManager, signal) =>
+      rest.request({
+        method: 'PATCH',
+        path: `${path(namespace)}/${encodeURIComponent(name)}`,
+        query: { fieldManager },
+        body,
+        contentType: PATCH_STRATEGIC,
+        ...(signal ? { signal } : {}),
+      }),
+  };
+}
+
+function coreSink(core: CoreV1Api): EventSink {
+  const cancel = (signal?: AbortSignal, o?: ConfigurationOptions) => (signal ? withSignal(signal, o) : o);
+  return {
+    create: (namespace, body, fieldManager, signal) =>
+      core.createNamespacedEvent({ namespace, body, fieldManager }, cancel(signal)),
+    patch: (namespace, name, body, fieldManager, signal) => {
+      const { PatchStrategy, setHeaderOptions } = clientNode();
+      return core.patchNamespacedEvent(
+        { name, namespace, body, fieldManager },
+        cancel(signal, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+      );
+    },
+  };
 }
 
 /** Records Events about objects; one instance per controller (one correlator, one queue). */
@@ -283,6 +337,7 @@ export class EventRecorder {
   readonly correlator: EventCorrelator;
   readonly #o: EventRecorderOptions;
   readonly #clock: Clock;
+  readonly #sink: EventSink;
   #tail: Promise<void> = Promise.resolve();
   #queued = 0;
   #closed = false;
@@ -291,6 +346,9 @@ export class EventRecorder {
   constructor(options: EventRecorderOptions) {
     this.#o = options;
     this.#clock = options.clock ?? Date.now;
+    if (options.rest) this.#sink = restSink(options.rest);
+    else if (options.core) this.#sink = coreSink(options.core);
+    else throw new TypeError('EventRecorder: give `rest` (a lean client) or `core` (a CoreV1Api)');
     this.correlator = new EventCorrelator(this.#clock);
   }
 
@@ -394,28 +452,29 @@ export class EventRecorder {
   ): Promise<boolean> {
     const namespace = event.metadata?.namespace ?? 'default';
     const fieldManager = this.#o.fieldManager;
-    const cancel = (o?: ConfigurationOptions) => (signal ? withSignal(signal, o) : o);
     try {
       let written: CoreV1Event | undefined;
       if ((event.count ?? 0) > 1 && patch) {
-        const { PatchStrategy, setHeaderOptions } = clientNode();
         try {
-          written = await this.#o.core.patchNamespacedEvent(
-            { name: event.metadata?.name ?? '', namespace, body: patch, fieldManager },
-            cancel(setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+          written = await this.#sink.patch(
+            namespace,
+            event.metadata?.name ?? '',
+            patch,
+            fieldManager,
+            signal,
           );
         } catch (e) {
-          if (httpCode(e) !== 404) throw e;
+          if (apiCode(e) !== 404) throw e;
         }
       }
       if (!written) {
         const body: CoreV1Event = { ...event, metadata: { ...event.metadata, resourceVersion: undefined } };
-        written = await this.#o.core.createNamespacedEvent({ namespace, body, fieldManager }, cancel());
+        written = await this.#sink.create(namespace, body, fieldManager, signal);
       }
       this.correlator.updateState(written);
       return true;
     } catch (e) {
-      const code = httpCode(e);
+      const code = apiCode(e);
       if (code !== undefined) {
         // A status from the server: retrying the same request would get the same answer.
         if (code === 409)

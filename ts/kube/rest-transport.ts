@@ -210,7 +210,12 @@ export class Transport {
       ...(creds.authorization ? { authorization: creds.authorization } : {}),
       ...(x.contentType ? { 'content-type': x.contentType } : {}),
     };
-    const session = this.#noH2 ? undefined : await this.#h2(tls);
+    let session: Session | undefined;
+    try {
+      session = this.#noH2 ? undefined : await this.#h2(tls);
+    } catch (e) {
+      throw this.#networkError(x, e);
+    }
     if (this.#closed) throw new Error('the client is closed');
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -227,7 +232,8 @@ export class Transport {
       },
       fail: (e) => {
         cleanup();
-        sink.fail(e);
+        // The caller's own abort or timeout stays as it is; a network failure names the request.
+        sink.fail(e.name === 'AbortError' || e.name === 'TimeoutError' ? e : this.#networkError(x, e));
       },
     };
     const cancel = session ? this.#h2send(session, x, headers, done) : this.#h1send(tls, x, headers, done);
@@ -241,6 +247,15 @@ export class Transport {
         ms,
       );
     }
+  }
+
+  /** A failure to reach the server, naming the request as client-go's url.Error does. */
+  #networkError(x: Exchange, e: unknown): Error {
+    const err = e instanceof Error ? e : new Error(String(e));
+    const where = `${this.#url.origin}${this.#prefix}${x.path.split('?')[0]}`;
+    return Object.assign(new Error(`${x.method} ${where}: ${err.message}`, { cause: err }), {
+      ...((err as NodeJS.ErrnoException).code ? { code: (err as NodeJS.ErrnoException).code } : {}),
+    });
   }
 
   #h2send(s: Session, x: Exchange, headers: Record<string, string>, sink: Sink): (err: Error) => void {
