@@ -116,7 +116,12 @@ export class ServiceCIDRController {
   readonly maxRetries: number;
   /** The Lease elector, when leader election is on. */
   readonly elector: LeaderElector | undefined;
+  /** The client of the Events and the Lease (and of everything without leader election). */
   readonly #rest: KubeRest;
+  /** Makes the client of one leadership term. */
+  readonly #newClient: () => KubeRest;
+  /** The current term's client: its informers and writes. */
+  #termRest: KubeRest;
   readonly #events: EventRecorder;
   readonly #log: Logger;
   readonly #metrics: WorkqueueMetrics;
@@ -141,7 +146,9 @@ export class ServiceCIDRController {
     if (!kc && !conn) {
       throw new KubenodeTypeError('kubeConfig must be a KubeConfig, or connection a KubeConnection');
     }
-    this.#rest = controllerRest(conn ?? (kc as KubeConfig), FIELD_MANAGER, o.clientLimits);
+    this.#newClient = () => controllerRest(conn ?? (kc as KubeConfig), FIELD_MANAGER, o.clientLimits);
+    this.#rest = this.#newClient();
+    this.#termRest = this.#rest;
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
@@ -214,16 +221,17 @@ export class ServiceCIDRController {
       ...(this.#rateLimiter ? { rateLimiter: this.#rateLimiter } : {}),
     });
     this.#queue = queue;
+    // A term of leadership has a connection of its own, closed when the term ends: aborting a
+    // request on a shared HTTP/2 connection only queues an RST_STREAM behind the bytes already
+    // sent, so a write held up in a stalled connection would still land, after another
+    // instance took over, once the connection recovers. Closing the connection drops it.
+    const rest = this.elector ? this.#newClient() : this.#rest;
+    this.#termRest = rest;
     // Initial state over the watch, as kube-controller-manager's informers take it.
     const informer = <T extends ServiceCIDRObject | IPAddressObject>(resource: string, kind: string) =>
-      new ResilientInformer<T>(
-        this.#rest,
-        `/apis/networking.k8s.io/v1/${resource}`,
-        undefined,
-        kind,
-        this.#log,
-        { watchList: true },
-      );
+      new ResilientInformer<T>(rest, `/apis/networking.k8s.io/v1/${resource}`, undefined, kind, this.#log, {
+        watchList: true,
+      });
     const cidrs = informer<ServiceCIDRObject>('servicecidrs', 'ServiceCIDR');
     const ips = informer<IPAddressObject>('ipaddresses', 'IPAddress');
     this.#cidrs = cidrs;
@@ -247,6 +255,7 @@ export class ServiceCIDRController {
       queue.shutDownAndDiscard();
       this.#running = false;
       await Promise.all([cidrs.stop(), ips.stop()]);
+      if (rest !== this.#rest) rest.close();
       this.#pastRestarts += cidrs.restarts + ips.restarts;
       this.#termInformers = false;
       this.#log.info(0, 'Shutting down', { controller: CONTROLLER_NAME });
@@ -402,7 +411,7 @@ export class ServiceCIDRController {
     signal.throwIfAborted();
     try {
       this.#written.record(
-        await this.#rest.request<ServiceCIDRObject>({
+        await this.#termRest.request<ServiceCIDRObject>({
           method: 'PATCH',
           path: servicecidrPath(name),
           query: { fieldManager: FIELD_MANAGER },
@@ -438,7 +447,7 @@ export class ServiceCIDRController {
     }
     this.#log.info(2, 'Updating ServiceCIDR condition', { ServiceCIDR: name, condition: c });
     signal.throwIfAborted();
-    const written = await this.#rest.request<ServiceCIDRObject>({
+    const written = await this.#termRest.request<ServiceCIDRObject>({
       method: 'PATCH',
       path: `${servicecidrPath(name)}/status`,
       query: { fieldManager: CONTROLLER_NAME, force: true },
