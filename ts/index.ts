@@ -15,6 +15,7 @@ export {
   KubenodeRangeError,
   KubenodeTypeError,
 } from './errors.js';
+export * as kube from './kube/index.js';
 export { nativePath } from './native.js';
 export * as servicecidr from './servicecidr/index.js';
 export * as sysctl from './sysctl/index.js';

@@ -1,6 +1,7 @@
 // Parsing JSON or YAML input (pod manifests, policy files, conntrack tables) in time linear in
 // its size, duplicate keys refused as go-yaml refuses them.
-import { type Document, isScalar, parseAllDocuments, visit } from 'yaml';
+import type { Document } from 'yaml';
+import { yaml } from './yaml-lazy.js';
 
 /**
  * Parses a JSON or YAML stream into its non-empty documents; throws with the parser's message. JSON (what the API server and
@@ -16,7 +17,7 @@ export function parseDocuments(text: string): unknown[] {
       // Not JSON after all (e.g. a YAML flow mapping): the YAML parser reports the error.
     }
   }
-  const docs = parseAllDocuments(text, { uniqueKeys: false });
+  const docs = yaml().parseAllDocuments(text, { uniqueKeys: false });
   for (const d of docs) {
     if (d.errors.length > 0) throw new Error(d.errors[0]?.message);
     const dup = duplicateKey(d);
@@ -28,6 +29,7 @@ export function parseDocuments(text: string): unknown[] {
 
 function duplicateKey(doc: Document): string | undefined {
   let dup: string | undefined;
+  const { isScalar, visit } = yaml();
   visit(doc, {
     Map(_, map) {
       const seen = new Set<unknown>();

@@ -10,10 +10,10 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { TestNetns } from '../../test/conntrack/netns.js';
+import { startApiServer } from '../../test/support/apiserver.js';
 import { loadKubeConfig } from '../../ts/kube/config.js';
 import { restClient } from '../../ts/kube/rest.js';
-import { startApiServer } from '../../test/support/apiserver.js';
-import { TestNetns } from '../../test/conntrack/netns.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const { values } = parseArgs({
@@ -80,11 +80,17 @@ async function once(node: string, dist: string, kubeconfig: string, netns: strin
 const api = await startApiServer();
 const ns = new TestNetns();
 try {
-  const rest = restClient((await loadKubeConfig(api.kubeconfigFile, { env: {} })).connection, 'kubenode-bench');
+  const rest = restClient(
+    (await loadKubeConfig(api.kubeconfigFile, { env: {} })).connection,
+    'kubenode-bench',
+  );
   await rest.request({
     method: 'POST',
     path: '/api/v1/namespaces/default/services',
-    body: { metadata: { name: 'dns' }, spec: { clusterIP: '10.96.0.10', ports: [{ protocol: 'UDP', port: 53 }] } },
+    body: {
+      metadata: { name: 'dns' },
+      spec: { clusterIP: '10.96.0.10', ports: [{ protocol: 'UDP', port: 53 }] },
+    },
   });
   await rest.request({
     method: 'POST',

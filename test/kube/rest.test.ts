@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { KubenodeError } from '../../ts/errors.js';
 import { apiCode } from '../../ts/kube/api-error.js';
 import { loadKubeConfig } from '../../ts/kube/config.js';
 import { KubeCredentialError } from '../../ts/kube/credentials.js';
+import { delegatedAuthorizer } from '../../ts/kube/delegated-auth.js';
 import { ResilientInformer } from '../../ts/kube/informer.js';
 import {
   KubeApiError,
@@ -345,6 +347,45 @@ describe('credentials', () => {
     });
     expect(review.status.userInfo.username).toBe('cert-admin');
     expect(rest.protocol).toBe('h2');
+    // A rotated certificate file is read again a minute later, on a new session.
+    sh('openssl', [
+      'req',
+      '-new',
+      '-key',
+      join(dir, 'client.key'),
+      '-subj',
+      '/O=system:masters/CN=cert-admin-2',
+      '-out',
+      join(dir, 'client2.csr'),
+    ]);
+    sh('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      join(dir, 'client2.csr'),
+      '-CA',
+      join(dir, 'client-ca.crt'),
+      '-CAkey',
+      join(dir, 'client-ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-out',
+      join(dir, 'client.crt'),
+    ]);
+    const now = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now + 61_000);
+    try {
+      const again = await rest.request<{ status: { userInfo: { username: string } } }>({
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      });
+      expect(again.status.userInfo.username).toBe('cert-admin-2');
+      expect(rest.sessionsOpened).toBe(2);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('an exec plugin runs through client-node; its failure is a KubeCredentialError without the secret', async () => {
@@ -393,6 +434,17 @@ printf '%s' '${JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', k
     await expect(loadKubeConfig(noServer, { env: {} })).rejects.toThrow(
       /has no current cluster with a server/,
     );
+  });
+});
+
+describe('delegated authorization over the lean client', () => {
+  it('a TokenReview and a SubjectAccessReview decide who reads /metrics', async () => {
+    const rest = await client(kubeconfig('token-delegated', { token: api.token }));
+    const authorize = delegatedAuthorizer(rest);
+    const asking = (token: string) =>
+      ({ headers: { authorization: `Bearer ${token}` }, url: '/metrics', method: 'GET' }) as IncomingMessage;
+    await expect(authorize(asking(api.token))).resolves.toEqual({ status: 200 });
+    await expect(authorize(asking('made-up-token'))).resolves.toMatchObject({ status: 401 });
   });
 });
 

@@ -1,8 +1,9 @@
 // `kubenode conntrack list|clean|reconcile`.
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
+// The conntrack subsystem alone: the daemon need not load the rest of the library.
+import * as conntrack from '../conntrack/index.js';
 import { endpointsFromDocument, servicesFromDocument } from '../conntrack/lists.js';
-import { conntrack } from '../index.js';
 import { describeError } from '../kube/api-error.js';
 import { oneLine } from '../kube/log.js';
 import {

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { main } from './program.js';
+// The conntrack group (the reconciler daemon among it) loads its own modules alone.
+const { main } =
+  process.argv[2] === 'conntrack' ? await import('./main-conntrack.js') : await import('./program.js');
 
 main(process.argv).then((code) => {
   process.exitCode = code;

@@ -2,8 +2,8 @@
 // characters from input are escaped once for every message (file names, sysctl names, errors of
 // any layer, commander's own usage errors), and a closed stdout ends the output quietly.
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { escapeControls } from '../quote.js';
+import { yaml } from '../yaml-lazy.js';
 
 export type OutputFormat = 'text' | 'json' | 'yaml';
 
@@ -98,7 +98,7 @@ export function printJson(v: unknown): void {
 export function printYaml(v: unknown): void {
   // Through JSON first, so both formats carry exactly the same values (no undefined, no class
   // instances); the YAML library quotes control characters as escapes in double quotes.
-  out(YAML.stringify(JSON.parse(JSON.stringify(v)) as unknown, { lineWidth: 0 }));
+  out(yaml().stringify(JSON.parse(JSON.stringify(v)) as unknown, { lineWidth: 0 }));
 }
 
 /** `-o json` or `-o yaml`. */

@@ -147,7 +147,33 @@ export async function leanConnection(
   } else {
     credentials = async () => ({});
   }
+  const files = cluster.caFile || user?.certFile || user?.keyFile;
+  if (files) credentials = withFileTls(credentials, tls, () => tlsMaterial(cluster, user));
   return { server, tls, user: name, credentials };
+}
+
+/** How long TLS files read are used before they are read again (as the token file). */
+const TLS_FILE_PERIOD_MS = 60_000;
+
+/**
+ * `credentials` that also hand out the TLS files' current contents, re-read once a minute, so a
+ * rotated CA or client certificate is used without a restart (a changed one opens a new
+ * session); a failed re-read keeps the last material read.
+ */
+function withFileTls(
+  credentials: () => Promise<RequestCredentials>,
+  first: TlsMaterial,
+  read: () => Promise<TlsMaterial>,
+): () => Promise<RequestCredentials> {
+  let tls = first;
+  let readAt = performance.now();
+  return async () => {
+    if (performance.now() - readAt >= TLS_FILE_PERIOD_MS) {
+      readAt = performance.now();
+      tls = await read().catch(() => tls);
+    }
+    return { ...(await credentials()), tls };
+  };
 }
 
 interface HttpsOpts {

@@ -3,7 +3,7 @@
 // each name, win), relative paths made absolute against the file that holds them, and the
 // current context's cluster and user picked out in client-node's field names.
 import { dirname, isAbsolute, join } from 'node:path';
-import { parse } from 'yaml';
+import { yaml } from '../yaml-lazy.js';
 import type { ClusterEntry, UserEntry } from './connection.js';
 
 /** One file's text and where it lives. */
@@ -75,6 +75,18 @@ function user(name: string, u: Obj, root: string): UserEntry {
   };
 }
 
+/** JSON (what `kubectl config view --flatten -o json` and client-node write) natively, else YAML. */
+function parseConfig(text: string): unknown {
+  if (/^\s*\{/.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // A YAML flow mapping: the YAML parser decides.
+    }
+  }
+  return yaml().parse(text, { prettyErrors: false });
+}
+
 /** The current context of the merged files. Throws a KubeconfigSyntaxError (no file text in it). */
 export function currentContext(files: KubeconfigText[]): CurrentContext {
   let current: string | undefined;
@@ -84,7 +96,7 @@ export function currentContext(files: KubeconfigText[]): CurrentContext {
   for (const f of files) {
     let doc: unknown;
     try {
-      doc = parse(f.text, { prettyErrors: false });
+      doc = parseConfig(f.text);
     } catch (e) {
       throw new KubeconfigSyntaxError((e as Error).message, false);
     }

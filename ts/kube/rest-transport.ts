@@ -15,7 +15,7 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
-import type { KubeConnection, TlsMaterial } from './rest.js';
+import type { KubeConnection, TlsMaterial } from './rest-types.js';
 
 export interface Exchange {
   method: string;

@@ -1,8 +1,8 @@
 // Reads the sysctl settings of a KubeletConfiguration file (YAML or JSON): the
 // `allowedUnsafeSysctls` list, `featureGates` and `defaultPodSysctls`. Other fields are ignored.
 import { readFile } from 'node:fs/promises';
-import { parseAllDocuments } from 'yaml';
 import { describe, KubenodeError, KubenodeTypeError } from '../errors.js';
+import { yaml } from '../yaml-lazy.js';
 import type { KubeletSysctlConfig } from './config.js';
 
 /** A kubelet configuration file that cannot be read or parsed, or has a field of the wrong type. */
@@ -63,7 +63,7 @@ export function kubeletSysctlConfig(doc: unknown, source = 'kubelet config'): Ku
 /** Parses a KubeletConfiguration (one YAML or JSON document) into its sysctl settings. */
 export function parseKubeletSysctlConfig(text: string, source = 'kubelet config'): KubeletSysctlConfig {
   if (typeof text !== 'string') throw new KubenodeTypeError(`text must be a string, got ${describe(text)}`);
-  const docs = parseAllDocuments(text);
+  const docs = yaml().parseAllDocuments(text);
   const list = Array.isArray(docs) ? docs.filter((d) => d.contents !== null) : [];
   if (list.length !== 1) {
     throw new KubeletConfigFileError(
