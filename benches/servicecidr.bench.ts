@@ -5,10 +5,11 @@
 // 1,000 ServiceCIDRs made Ready, then deleted; time, API requests and RSS of each.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NetworkingV1Api, type V1ServiceCIDR, Watch } from '@kubernetes/client-node';
 import ipaddr from 'ipaddr.js';
+import { parse as parseYaml } from 'yaml';
 import { startApiServer } from '../test/support/apiserver.js';
 import { servicecidr } from '../ts/index.js';
 import {
@@ -268,8 +269,6 @@ async function controllerRun(
   }
 }
 
-const UNLIMITED = 'go-upstream (raised client limit)';
-
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2
@@ -277,9 +276,109 @@ const median = (xs: number[]) => {
     : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
 };
 
+/** Busy processes for the CPU (`yes` into /dev/null), stopped by the returned function. */
+function cpuLoad(n: number): () => void {
+  const procs = Array.from({ length: n }, () => spawn('yes', [], { stdio: 'ignore' }));
+  return () => {
+    for (const p of procs) p.kill('SIGKILL');
+  };
+}
+
+/** Busy processes of the loaded runs: `KUBENODE_BENCH_LOAD` (default 2, one per core here; 0: no loaded run). */
+function loadersWanted(): number {
+  const v = process.env.KUBENODE_BENCH_LOAD;
+  if (v === undefined || v === '') return 2;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`KUBENODE_BENCH_LOAD must be a whole number, got ${v}`);
+  return n;
+}
+
+// Both sides with the client limit raised (`--kube-api-qps=1000 --kube-api-burst=1000`): at the
+// default 20 QPS, burst 30, both spend ~100 s on 2,000 writes and the table would measure the
+// limiter, not the controllers.
+const RAISED = ['--kube-api-qps=1000', '--kube-api-burst=1000'];
+
+/** The controller's V8 flags as the chart deploys it (`controller.nodeOptions` of charts/kubenode/values.yaml). */
+function chartNodeOptions(): string[] {
+  const values = parseYaml(readFileSync(join(repoRoot, 'charts', 'kubenode', 'values.yaml'), 'utf8')) as {
+    controller?: { nodeOptions?: unknown };
+  };
+  const o = values.controller?.nodeOptions;
+  return typeof o === 'string' ? o.split(/\s+/).filter((f) => f !== '') : [];
+}
+
+interface ModeResult {
+  loaders: number;
+  load: [number, number];
+  runs: ControllerRun[];
+}
+
+async function endToEndMode(
+  ctx: BenchContext,
+  api: Awaited<ReturnType<typeof startApiServer>>,
+  auditLog: string,
+  commands: Record<string, string[]>,
+  n: number,
+  rounds: number,
+  loaders: number,
+): Promise<ModeResult> {
+  const loadBefore = loadavg()[0] ?? 0;
+  const stop = loaders > 0 ? cpuLoad(loaders) : () => {};
+  const runs: ControllerRun[] = [];
+  try {
+    // Alternate the order each round, so neither side always runs on a warmer server.
+    const peers = Object.keys(commands);
+    for (let r = 0; r < rounds; r++) {
+      const order = r % 2 ? [...peers].reverse() : peers;
+      for (const peer of order) {
+        ctx.log(`  ${loaders ? `loaded (${loaders} busy loops)` : 'quiet'}, round ${r + 1}:`);
+        runs.push(await controllerRun(ctx, api, auditLog, n, peer, commands[peer] as string[]));
+      }
+    }
+  } finally {
+    stop();
+  }
+  return { loaders, load: [loadBefore, loadavg()[0] ?? 0], runs };
+}
+
+function modeTable(m: ModeResult, rounds: number): string {
+  const of = (peer: string) => m.runs.filter((x) => x.peer === peer);
+  const row = (peer: string) => {
+    const xs = of(peer);
+    return {
+      ready: median(xs.map((x) => x.readyMs)),
+      del: median(xs.map((x) => x.deleteMs)),
+      req: median(xs.map((x) => x.requests.total)),
+      rss: median(xs.map((x) => x.rss.peak)),
+      rssMax: Math.max(...xs.map((x) => x.rss.peak)),
+    };
+  };
+  const k = row('kubenode');
+  const g = row('go-upstream');
+  const peers = peersVersions();
+  const spread = (peer: string, f: (x: ControllerRun) => number) =>
+    of(peer)
+      .map((x) => (f(x) / 1000).toFixed(2))
+      .join(', ');
+  return [
+    `**${m.loaders ? `Loaded: ${m.loaders} busy processes (\`yes > /dev/null\`) beside the run` : 'Quiet: no load generator'}** (1-minute load average ${m.load[0].toFixed(2)} before, ${m.load[1].toFixed(2)} after)`,
+    '',
+    '| controller | all finalized and Ready | all deleted (10 s grace) | API requests | peak RSS (median, max) |',
+    '|---|---:|---:|---:|---:|',
+    `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB, ${k.rssMax.toFixed(1)} MiB |`,
+    `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB, ${g.rssMax.toFixed(1)} MiB |`,
+    `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} |`,
+    '',
+    `Rounds (${rounds}) — to Ready, kubenode: ${spread('kubenode', (x) => x.readyMs)} s; upstream: ${spread('go-upstream', (x) => x.readyMs)} s. ` +
+      `To deleted, kubenode: ${spread('kubenode', (x) => x.deleteMs)} s; upstream: ${spread('go-upstream', (x) => x.deleteMs)} s.`,
+  ].join('\n');
+}
+
 async function endToEnd(ctx: BenchContext): Promise<string> {
   const n = ctx.quick ? 100 : 1000;
   const rounds = ctx.quick ? 1 : 3;
+  const loaders = loadersWanted();
+  const nodeFlags = chartNodeOptions();
   const kcm = goPeerBinary('kube-controller-manager');
   const dir = mkdtempSync(join(tmpdir(), 'kubenode-bench-scc-'));
   const policy = join(dir, 'audit-policy.yaml');
@@ -292,11 +391,13 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
     const commands: Record<string, string[]> = {
       kubenode: [
         process.execPath,
+        ...nodeFlags,
         join(repoRoot, 'dist', 'cli', 'main.js'),
         'servicecidr-controller',
         `--kubeconfig=${api.kubeconfigFile}`,
         '--v=0',
         '--secure-port=0',
+        ...RAISED,
       ],
       'go-upstream': [
         kcm,
@@ -306,61 +407,37 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
         '--leader-elect=false',
         '--secure-port=0',
         '--v=0',
+        ...RAISED,
       ],
     };
-    // Upstream's default client limit (20 QPS, burst 30) sets its pace; this row lifts it, to
-    // compare the controllers rather than the limiter.
-    commands[UNLIMITED] = [
-      ...(commands['go-upstream'] as string[]),
-      '--kube-api-qps=1000',
-      '--kube-api-burst=1000',
-    ];
-    // Alternate the order each round, so neither side always runs on a warmer server.
-    const runs: ControllerRun[] = [];
-    for (let r = 0; r < rounds; r++) {
-      const peers = ['kubenode', 'go-upstream', UNLIMITED];
-      const order = [...peers.slice(r % 3), ...peers.slice(0, r % 3)];
-      for (const peer of order)
-        runs.push(await controllerRun(ctx, api, auditLog, n, peer, commands[peer] as string[]));
-    }
-    const of = (peer: string) => runs.filter((x) => x.peer === peer);
-    const row = (peer: string) => {
-      const xs = of(peer);
-      return {
-        ready: median(xs.map((x) => x.readyMs)),
-        del: median(xs.map((x) => x.deleteMs)),
-        req: median(xs.map((x) => x.requests.total)),
-        rss: median(xs.map((x) => x.rss.peak)),
-      };
-    };
-    const k = row('kubenode');
-    const g = row('go-upstream');
-    const u = row(UNLIMITED);
+    const modes = [await endToEndMode(ctx, api, auditLog, commands, n, rounds, 0)];
+    if (loaders > 0) modes.push(await endToEndMode(ctx, api, auditLog, commands, n, rounds, loaders));
     const peers = peersVersions();
     const kinds = (peer: string) => {
-      const last = of(peer).at(-1);
+      const last = modes[0]?.runs.filter((x) => x.peer === peer).at(-1);
       return [...(last?.requests.byKind ?? [])]
         .sort((a, b) => b[1] - a[1])
         .map(([kind, c]) => `${kind} ${c}`)
         .join(', ');
     };
     return [
-      `| controller | all finalized and Ready | all deleted (10 s grace) | API requests | peak RSS |`,
-      '|---|---:|---:|---:|---:|',
-      `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB |`,
-      `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB |`,
-      `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} |`,
-      `| go-upstream, \`--kube-api-qps=1000 --kube-api-burst=1000\` | ${(u.ready / 1000).toFixed(2)} s | ${(u.del / 1000).toFixed(2)} s | ${u.req} | ${u.rss.toFixed(1)} MiB |`,
-      `| ratio (upstream with the raised limit / kubenode) | ${fmtRatio(u.ready / k.ready)} | ${fmtRatio(u.del / k.del)} | ${fmtRatio(u.req / k.req)} | ${fmtRatio(u.rss / k.rss)} |`,
+      ...modes
+        .map((m) => modeTable(m, rounds))
+        .join('\n\n')
+        .split('\n'),
       '',
-      `Medians of ${rounds} rounds per controller (order rotating), ${n} ServiceCIDRs each round, one kube-apiserver`,
-      `${peers.kubernetes} + etcd ${peers.etcd} on loopback shared by both. Each controller runs as its own process with 5 workers; its`,
-      'time starts at process spawn (start-up and informer list included) and ends at the last watch event showing',
-      'the finalizer and Ready=True (resp. the last DELETED event, timed from the first delete). Requests are the',
-      "API server's audit events (one per audit ID) between spawn and exit, less the clients' deletes; RSS is",
-      'VmHWM from /proc before the controller is stopped.',
+      `Medians of ${rounds} rounds per controller (order alternating), ${n} ServiceCIDRs each round, one kube-apiserver`,
+      `${peers.kubernetes} + etcd ${peers.etcd} on loopback shared by both, both with \`${RAISED.join(' ')}\` (at the`,
+      'default 20 QPS, burst 30, 2,000 writes take both ~100 s: the limiter, not the controller). Each controller',
+      `runs as its own process with 5 workers, kubenode's with the chart's V8 flags (\`${nodeFlags.join(' ')}\`);`,
+      'its time starts at process spawn (start-up and initial watch included) and ends at the last watch event',
+      'showing the finalizer and Ready=True (resp. the last DELETED',
+      "event, timed from the first delete). Requests are the API server's audit events (one per audit ID) between",
+      "spawn and exit, less the clients' deletes; RSS is VmHWM from /proc before the controller is stopped. The",
+      'loaded run keeps the busy processes going for all its rounds; set `KUBENODE_BENCH_LOAD=<n>` for another',
+      'count, 0 for the quiet run alone.',
       '',
-      `Requests of the last round — kubenode: ${kinds('kubenode')}; upstream: ${kinds('go-upstream')}.`,
+      `Requests of the last quiet round — kubenode: ${kinds('kubenode')}; upstream: ${kinds('go-upstream')}.`,
     ].join('\n');
   } finally {
     await api.stop();

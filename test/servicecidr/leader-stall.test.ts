@@ -4,9 +4,11 @@
 // proxy that can hold what clients send, on new and on kept-alive connections alike; the
 // second candidate talks to it directly.
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { CoordinationV1Api, KubeConfig, type NetworkingV1Api } from '@kubernetes/client-node';
+import { KubeConfig, type NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { servicecidr } from '../../ts/index.js';
+import { connectionFromKubeConfig } from '../../ts/kube/connection.js';
+import { restClient } from '../../ts/kube/rest.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
 import { apis, createCIDR, readCIDR, runController, waitFor } from './helpers.js';
 
@@ -115,7 +117,7 @@ describe('leader election with a stalled connection', () => {
     const a = runController({ kubeConfig: viaProxy, leaderElection: { ...lease, identity: 'stall-a' } });
     const bStop = new AbortController();
     const b = new servicecidr.LeaderElector(
-      api.kubeConfig.makeApiClient(CoordinationV1Api),
+      restClient(await connectionFromKubeConfig(api.kubeConfig), 'stall-b'),
       servicecidr.silentLogger,
       { ...lease, identity: 'stall-b' },
     );

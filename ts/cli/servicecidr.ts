@@ -2,9 +2,10 @@
 // kube-controller-manager's flags: HTTPS on --bind-address:--secure-port (/metrics authorized
 // by the API server, /healthz /livez /readyz open), leader election timings, client QPS.
 import type { Command } from 'commander';
-import { withClientRateLimit } from '../kube/client-ratelimit.js';
 import { delegatedAuthorizer } from '../kube/delegated-auth.js';
+import { restClient } from '../kube/rest.js';
 import { servingCert } from '../kube/serving-cert.js';
+import { FIELD_MANAGER } from '../servicecidr/controller.js';
 import { ServiceCIDRController } from '../servicecidr/index.js';
 import { watchRestartsMetric } from '../servicecidr/metrics.js';
 import {
@@ -123,11 +124,11 @@ export function registerServicecidr(program: Command): void {
     process.once('SIGTERM', () => onSignal('SIGTERM'));
     process.once('SIGINT', () => onSignal('SIGINT'));
     const loaded = await daemonKubeConfig(COMMAND, opts, logger);
-    const kubeConfig = withClientRateLimit(loaded.kubeConfig, qps, burst);
     const registry = daemonRegistry();
     logger.info(1, 'Using cluster configuration', { source: loaded.source, origin: loaded.origin });
     const controller = new ServiceCIDRController({
-      kubeConfig,
+      connection: loaded.connection,
+      clientLimits: { qps, burst },
       workers,
       registry,
       logger,
@@ -163,9 +164,10 @@ export function registerServicecidr(program: Command): void {
         tls,
         // Reviews have their own budget (upstream's delegating clients: 200 qps, burst 400), so
         // scrapes with made-up tokens cannot queue the controller's own requests.
-        authorizeMetrics: delegatedAuthorizer(withClientRateLimit(loaded.kubeConfig, 200, 400), {
-          log: logger,
-        }),
+        authorizeMetrics: delegatedAuthorizer(
+          restClient(loaded.connection, FIELD_MANAGER, { qps: 200, burst: 400 }),
+          { log: logger },
+        ),
       },
       registry,
       () => (controller.ready ? undefined : 'informer-sync: ServiceCIDR and IPAddress caches not synced'),

@@ -2,25 +2,32 @@
 // protection finalizer and the Ready condition to every ServiceCIDR, and on deletion removes the
 // finalizer only when no IPAddress would be left outside every ServiceCIDR, and only after a
 // grace period, so allocators have seen the deletion before the range disappears.
-import type {
-  KubeConfig,
-  KubernetesObject,
-  ListPromise,
-  NetworkingV1Api,
-  V1IPAddress,
-  V1ServiceCIDR,
-} from '@kubernetes/client-node';
+// It talks to the API server through the lean transport (ts/kube/rest.ts): the daemon loads
+// @kubernetes/client-node only for a kubeconfig user with an exec or auth-provider plugin.
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { KubenodeTypeError } from '../errors.js';
-import { withSignal } from '../kube/abort.js';
 import { apiCode, describeError } from '../kube/api-error.js';
-import { withUserAgent } from '../kube/client.js';
 import { EventRecorder } from '../kube/events.js';
 import { ResilientInformer } from '../kube/informer.js';
-import { clientNode, promClient } from '../peers.js';
+import {
+  type KubeConnection,
+  type KubeRest,
+  PATCH_APPLY,
+  PATCH_STRATEGIC,
+  type RestLimits,
+} from '../kube/rest.js';
+import { promClient } from '../peers.js';
 import { allocatorIPs } from './allocator-ips.js';
 import { CIDRIndex } from './cidr.js';
-import { attachHandlers } from './index-sync.js';
+import { controllerRest } from './client.js';
+import {
+  attachHandlers,
+  deletionTimestamp,
+  type IPAddressObject,
+  type ServiceCIDRObject,
+  trimObject,
+} from './index-sync.js';
 import { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 import { klogLogger, type Logger } from './logger.js';
 import { WorkqueueMetrics } from './metrics.js';
@@ -49,8 +56,18 @@ export const QUEUE_NAME = 'ipaddresses';
 
 /** Options of `ServiceCIDRController`. */
 export interface ServiceCIDRControllerOptions {
-  /** Cluster access; its user agent is set to `FIELD_MANAGER`. */
-  kubeConfig: KubeConfig;
+  /**
+   * Cluster access as a client-node `KubeConfig` (embedders); its current context is read once,
+   * at `run()`. Give this or `connection`; requests carry the user agent `FIELD_MANAGER`.
+   */
+  kubeConfig?: KubeConfig;
+  /** Cluster access as a lean connection (`loadKubeConfig().connection`, ts/kube/config.ts). */
+  connection?: KubeConnection;
+  /**
+   * Client-side rate limit of every request and watch (client-go's `--kube-api-qps`,
+   * `--kube-api-burst`); default none.
+   */
+  clientLimits?: RestLimits;
   /** Parallel workers (upstream runs 5). */
   workers?: number;
   /** Wait after the deletion timestamp before the finalizer goes (upstream: 10 s). */
@@ -99,15 +116,19 @@ export class ServiceCIDRController {
   readonly maxRetries: number;
   /** The Lease elector, when leader election is on. */
   readonly elector: LeaderElector | undefined;
-  readonly #kc: KubeConfig;
-  readonly #api: NetworkingV1Api;
+  /** The client of the Events and the Lease (and of everything without leader election). */
+  readonly #rest: KubeRest;
+  /** Makes the client of one leadership term. */
+  readonly #newClient: () => KubeRest;
+  /** The current term's client: its informers and writes. */
+  #termRest: KubeRest;
   readonly #events: EventRecorder;
   readonly #log: Logger;
   readonly #metrics: WorkqueueMetrics;
   readonly #rateLimiter: RateLimiter<string> | undefined;
   #queue: RateLimitingQueue<string> | undefined;
-  #cidrs: ResilientInformer<V1ServiceCIDR> | undefined;
-  #ips: ResilientInformer<V1IPAddress> | undefined;
+  #cidrs: ResilientInformer<ServiceCIDRObject> | undefined;
+  #ips: ResilientInformer<IPAddressObject> | undefined;
   /** Watch restarts of the informers of past leadership terms. */
   #pastRestarts = 0;
   /** Whether #cidrs and #ips belong to a term still running (their restarts not yet counted). */
@@ -117,10 +138,17 @@ export class ServiceCIDRController {
   #running = false;
 
   constructor(o: ServiceCIDRControllerOptions) {
-    if (!o || typeof o.kubeConfig?.makeApiClient !== 'function') {
-      throw new KubenodeTypeError('kubeConfig must be a KubeConfig');
+    const kc = typeof o?.kubeConfig?.getCurrentCluster === 'function' ? o.kubeConfig : undefined;
+    const conn =
+      typeof o?.connection?.server === 'string' && typeof o.connection.credentials === 'function'
+        ? o.connection
+        : undefined;
+    if (!kc && !conn) {
+      throw new KubenodeTypeError('kubeConfig must be a KubeConfig, or connection a KubeConnection');
     }
-    this.#kc = withUserAgent(o.kubeConfig, FIELD_MANAGER);
+    this.#newClient = () => controllerRest(conn ?? (kc as KubeConfig), FIELD_MANAGER, o.clientLimits);
+    this.#rest = this.#newClient();
+    this.#termRest = this.#rest;
     this.workers = positiveInt('workers', o.workers ?? 5, 1);
     this.deletionGracePeriodMs = positiveInt('deletionGracePeriodMs', o.deletionGracePeriodMs ?? 10_000, 0);
     this.maxRetries = positiveInt('maxRetries', o.maxRetries ?? 15, 0);
@@ -128,17 +156,15 @@ export class ServiceCIDRController {
     this.#log = o.logger ?? klogLogger(0);
     this.#metrics = new WorkqueueMetrics(this.registry);
     this.#rateLimiter = o.rateLimiter;
-    const { CoordinationV1Api, CoreV1Api, NetworkingV1Api } = clientNode();
-    this.#api = this.#kc.makeApiClient(NetworkingV1Api);
     this.#events = new EventRecorder({
-      core: this.#kc.makeApiClient(CoreV1Api),
+      rest: this.#rest,
       source: { component: CONTROLLER_NAME },
       fieldManager: FIELD_MANAGER,
       log: this.#log,
     });
     if (o.leaderElection) {
       const opts = o.leaderElection === true ? {} : o.leaderElection;
-      this.elector = new LeaderElector(this.#kc.makeApiClient(CoordinationV1Api), this.#log, {
+      this.elector = new LeaderElector(this.#rest, this.#log, {
         fieldManager: FIELD_MANAGER,
         ...opts,
       });
@@ -195,13 +221,19 @@ export class ServiceCIDRController {
       ...(this.#rateLimiter ? { rateLimiter: this.#rateLimiter } : {}),
     });
     this.#queue = queue;
+    // A term of leadership has a connection of its own, closed when the term ends: aborting a
+    // request on a shared HTTP/2 connection only queues an RST_STREAM behind the bytes already
+    // sent, so a write held up in a stalled connection would still land, after another
+    // instance took over, once the connection recovers. Closing the connection drops it.
+    const rest = this.elector ? this.#newClient() : this.#rest;
+    this.#termRest = rest;
     // Initial state over the watch, as kube-controller-manager's informers take it.
-    const informer = <T extends KubernetesObject>(resource: string, kind: string, list: ListPromise<T>) =>
-      new ResilientInformer<T>(this.#kc, `/apis/networking.k8s.io/v1/${resource}`, list, kind, this.#log, {
+    const informer = <T extends ServiceCIDRObject | IPAddressObject>(resource: string, kind: string) =>
+      new ResilientInformer<T>(rest, `/apis/networking.k8s.io/v1/${resource}`, undefined, kind, this.#log, {
         watchList: true,
       });
-    const cidrs = informer<V1ServiceCIDR>('servicecidrs', 'ServiceCIDR', () => this.#api.listServiceCIDR());
-    const ips = informer<V1IPAddress>('ipaddresses', 'IPAddress', () => this.#api.listIPAddress());
+    const cidrs = informer<ServiceCIDRObject>('servicecidrs', 'ServiceCIDR');
+    const ips = informer<IPAddressObject>('ipaddresses', 'IPAddress');
     this.#cidrs = cidrs;
     this.#ips = ips;
     this.#termInformers = true;
@@ -223,6 +255,7 @@ export class ServiceCIDRController {
       queue.shutDownAndDiscard();
       this.#running = false;
       await Promise.all([cidrs.stop(), ips.stop()]);
+      if (rest !== this.#rest) rest.close();
       this.#pastRestarts += cidrs.restarts + ips.restarts;
       this.#termInformers = false;
       this.#log.info(0, 'Shutting down', { controller: CONTROLLER_NAME });
@@ -285,7 +318,7 @@ export class ServiceCIDRController {
       return;
     }
     const name = cidr.metadata?.name ?? key;
-    const deletion = cidr.metadata?.deletionTimestamp;
+    const deletion = deletionTimestamp(cidr);
     if (deletion) {
       if (!this.#canDelete(cidr)) {
         await this.#updateConditionIfNeeded(
@@ -346,7 +379,7 @@ export class ServiceCIDRController {
   }
 
   /** Upstream `canDeleteCIDR`, answered by the index in one native call. */
-  #canDelete(cidr: V1ServiceCIDR): boolean {
+  #canDelete(cidr: ServiceCIDRObject): boolean {
     const name = cidr.metadata?.name ?? '';
     const cidrs = (cidr.spec?.cidrs ?? []).filter((c): c is string => typeof c === 'string');
     const r = this.#index.canDelete(name, cidrs, allocatorIPs(this.#ips?.list() ?? []));
@@ -367,7 +400,7 @@ export class ServiceCIDRController {
   }
 
   /** Strategic-merge patch of the finalizer list; NotFound counts as done. */
-  async #patchFinalizer(cidr: V1ServiceCIDR, op: 'add' | 'remove', signal: AbortSignal): Promise<void> {
+  async #patchFinalizer(cidr: ServiceCIDRObject, op: 'add' | 'remove', signal: AbortSignal): Promise<void> {
     const name = cidr.metadata?.name ?? '';
     const has = (cidr.metadata?.finalizers ?? []).includes(SERVICE_CIDR_PROTECTION_FINALIZER);
     if (op === 'add' ? has : !has) return;
@@ -378,10 +411,14 @@ export class ServiceCIDRController {
     signal.throwIfAborted();
     try {
       this.#written.record(
-        await this.#api.patchServiceCIDR(
-          { name, body, fieldManager: FIELD_MANAGER },
-          withSignal(signal, patchHeader('StrategicMergePatch')),
-        ),
+        await this.#termRest.request<ServiceCIDRObject>({
+          method: 'PATCH',
+          path: servicecidrPath(name),
+          query: { fieldManager: FIELD_MANAGER },
+          body,
+          contentType: PATCH_STRATEGIC,
+          signal,
+        }),
       );
     } catch (e) {
       if (apiCode(e) !== 404) throw e;
@@ -396,7 +433,7 @@ export class ServiceCIDRController {
   }
 
   /** Server-side apply of one condition to /status, only when status, reason or message differ. */
-  async #updateConditionIfNeeded(cidr: V1ServiceCIDR, c: Condition, signal: AbortSignal): Promise<void> {
+  async #updateConditionIfNeeded(cidr: ServiceCIDRObject, c: Condition, signal: AbortSignal): Promise<void> {
     const name = cidr.metadata?.name ?? '';
     const cur = (cidr.status?.conditions ?? []).find((x) => x?.type === c.type);
     if (
@@ -410,26 +447,28 @@ export class ServiceCIDRController {
     }
     this.#log.info(2, 'Updating ServiceCIDR condition', { ServiceCIDR: name, condition: c });
     signal.throwIfAborted();
-    const written = await this.#api.patchServiceCIDRStatus(
-      {
-        name,
-        fieldManager: CONTROLLER_NAME,
-        force: true,
-        body: {
-          apiVersion: 'networking.k8s.io/v1',
-          kind: 'ServiceCIDR',
-          metadata: { name },
-          status: { conditions: [{ ...c, lastTransitionTime: new Date() }] },
+    const written = await this.#termRest.request<ServiceCIDRObject>({
+      method: 'PATCH',
+      path: `${servicecidrPath(name)}/status`,
+      query: { fieldManager: CONTROLLER_NAME, force: true },
+      body: {
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'ServiceCIDR',
+        metadata: { name },
+        // metav1.Now() on the wire: RFC 3339 to the second.
+        status: {
+          conditions: [{ ...c, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }],
         },
       },
-      withSignal(signal, patchHeader('ServerSideApply')),
-    );
+      contentType: PATCH_APPLY,
+      signal,
+    });
     this.#written.record(written);
   }
 }
 
 /** An object's resourceVersion as a number (etcd's revision), or undefined. */
-function revision(o: V1ServiceCIDR | undefined): bigint | undefined {
+function revision(o: ServiceCIDRObject | undefined): bigint | undefined {
   const rv = o?.metadata?.resourceVersion;
   if (!rv || !/^[0-9]+$/.test(rv)) return undefined;
   return BigInt(rv);
@@ -443,15 +482,15 @@ function revision(o: V1ServiceCIDR | undefined): bigint | undefined {
  * The informer's copy wins as soon as it is as new, and a deleted object is not revived.
  */
 class WriteCache {
-  readonly #objects = new Map<string, V1ServiceCIDR>();
+  readonly #objects = new Map<string, ServiceCIDRObject>();
 
-  record(o: V1ServiceCIDR | undefined): void {
+  record(o: ServiceCIDRObject | undefined): void {
     const name = o?.metadata?.name;
-    if (name && revision(o) !== undefined) this.#objects.set(name, o as V1ServiceCIDR);
+    if (name && o && revision(o) !== undefined) this.#objects.set(name, trimObject(o));
   }
 
   /** The newer of the informer's copy of `name` and this cache's; undefined once deleted. */
-  newest(name: string, cached: V1ServiceCIDR | undefined): V1ServiceCIDR | undefined {
+  newest(name: string, cached: ServiceCIDRObject | undefined): ServiceCIDRObject | undefined {
     const written = this.#objects.get(name);
     if (!written) return cached;
     const w = revision(written);
@@ -464,8 +503,6 @@ class WriteCache {
   }
 }
 
-/** The Content-Type option of a patch request (client-node loads on first use). */
-function patchHeader(strategy: 'StrategicMergePatch' | 'ServerSideApply') {
-  const { PatchStrategy, setHeaderOptions } = clientNode();
-  return setHeaderOptions('Content-Type', PatchStrategy[strategy]);
+function servicecidrPath(name: string): string {
+  return `/apis/networking.k8s.io/v1/servicecidrs/${encodeURIComponent(name)}`;
 }

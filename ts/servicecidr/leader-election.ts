@@ -8,13 +8,30 @@
 // where another candidate may take the lease.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import type { Gauge, Registry } from 'prom-client';
 import { KubenodeRangeError } from '../errors.js';
-import { withSignal } from '../kube/abort.js';
 import { apiCode } from '../kube/api-error.js';
-import { clientNode, promClient } from '../peers.js';
+import type { KubeRest } from '../kube/rest.js';
+import { promClient } from '../peers.js';
 import type { Logger } from './logger.js';
+import { microTime } from './micro-time.js';
+
+/** The fields of a coordination.k8s.io/v1 Lease the elector reads and writes. */
+interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+  [field: string]: unknown;
+}
+
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: Record<string, unknown>;
+  spec?: LeaseSpec;
+}
 
 /** Options of leader election (client-go's `LeaderElectionConfig`). */
 export interface LeaderElectionOptions {
@@ -83,8 +100,11 @@ export class LeaderElector {
   #isLeader = false;
   readonly #status: Gauge<'name'> | undefined;
 
+  readonly #path: string;
+
+  /** `api`: the lean client (ts/kube/rest.ts) the Lease is read and written through. */
   constructor(
-    private readonly api: CoordinationV1Api,
+    private readonly api: KubeRest,
     private readonly log: Logger,
     o: LeaderElectionOptions = {},
   ) {
@@ -99,6 +119,7 @@ export class LeaderElector {
     if (!(this.#leaseMs > this.#renewMs && this.#renewMs > this.#retryMs && this.#retryMs > 0)) {
       throw new KubenodeRangeError('leader election needs leaseDuration > renewDeadline > retryPeriod > 0');
     }
+    this.#path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.namespace)}/leases`;
     if (o.registry) {
       const { Gauge } = promClient();
       this.#status =
@@ -192,12 +213,11 @@ export class LeaderElector {
   }
 
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
-    const opts = withSignal(signal);
     const now = microTime(Date.now());
     const leaseSeconds = Math.max(1, Math.ceil(this.#leaseMs / 1000));
-    let lease: V1Lease;
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
+      lease = await this.#read(signal);
     } catch (e) {
       if (apiCode(e) !== 404) {
         this.log.info(2, 'error retrieving resource lock', {
@@ -207,24 +227,25 @@ export class LeaderElector {
         return false;
       }
       try {
-        await this.api.createNamespacedLease(
-          {
-            namespace: this.namespace,
-            fieldManager: this.#fieldManager,
-            body: {
-              metadata: { name: this.name, namespace: this.namespace },
-              spec: {
-                holderIdentity: this.identity,
-                leaseDurationSeconds: leaseSeconds,
-                acquireTime: now,
-                renewTime: now,
-                leaseTransitions: 0,
-              },
+        await this.api.request<Lease>({
+          method: 'POST',
+          path: this.#path,
+          query: { fieldManager: this.#fieldManager },
+          body: {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name: this.name, namespace: this.namespace },
+            spec: {
+              holderIdentity: this.identity,
+              leaseDurationSeconds: leaseSeconds,
+              acquireTime: now,
+              renewTime: now,
+              leaseTransitions: 0,
             },
           },
-          opts,
-        );
-        this.#observe(`${this.identity}|${now.toISOString()}`);
+          signal,
+        });
+        this.#observe(`${this.identity}|${new Date(now).toISOString()}`);
         return true;
       } catch (e2) {
         this.log.info(2, 'error initially creating leader election record', { err: e2 });
@@ -245,14 +266,11 @@ export class LeaderElector {
       holderIdentity: this.identity,
       leaseDurationSeconds: leaseSeconds,
       renewTime: now,
-      acquireTime: mine && spec.acquireTime ? microTime(new Date(spec.acquireTime).getTime()) : now,
+      acquireTime: mine && spec.acquireTime ? spec.acquireTime : now,
       leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
-      const updated = await this.api.replaceNamespacedLease(
-        { name: this.name, namespace: this.namespace, body: lease, fieldManager: this.#fieldManager },
-        opts,
-      );
+      const updated = await this.#replace(lease, signal);
       const s = updated.spec ?? {};
       this.#observe(
         `${s.holderIdentity ?? ''}|${s.renewTime ? new Date(s.renewTime).toISOString() : ''}|${s.leaseDurationSeconds}`,
@@ -264,15 +282,30 @@ export class LeaderElector {
     }
   }
 
+  #read(signal: AbortSignal): Promise<Lease> {
+    return this.api.request<Lease>({ path: `${this.#path}/${encodeURIComponent(this.name)}`, signal });
+  }
+
+  /** An update guarded by the read's resourceVersion (a 409 when another candidate wrote first). */
+  #replace(lease: Lease, signal: AbortSignal): Promise<Lease> {
+    return this.api.request<Lease>({
+      method: 'PUT',
+      path: `${this.#path}/${encodeURIComponent(this.name)}`,
+      query: { fieldManager: this.#fieldManager },
+      body: lease,
+      signal,
+    });
+  }
+
   #observe(record: string): void {
     this.#observed = record;
     this.#observedAt = performance.now();
   }
 
   async #releaseLease(): Promise<void> {
-    const opts = withSignal(AbortSignal.timeout(this.#renewMs));
+    const signal = AbortSignal.timeout(this.#renewMs);
     try {
-      const lease = await this.api.readNamespacedLease({ name: this.name, namespace: this.namespace }, opts);
+      const lease = await this.#read(signal);
       if (lease.spec?.holderIdentity !== this.identity) return;
       const now = microTime(Date.now());
       lease.spec = {
@@ -282,18 +315,10 @@ export class LeaderElector {
         renewTime: now,
         acquireTime: now,
       };
-      await this.api.replaceNamespacedLease(
-        { name: this.name, namespace: this.namespace, body: lease, fieldManager: this.#fieldManager },
-        opts,
-      );
+      await this.#replace(lease, signal);
       this.log.info(0, 'released leader lease', { lease: `${this.namespace}/${this.name}` });
     } catch (e) {
       this.log.error('Failed to release lock', e);
     }
   }
-}
-
-/** client-node's `V1MicroTime` (loaded with the client, not at import). */
-function microTime(ms: number): V1MicroTime {
-  return new (clientNode().V1MicroTime)(ms);
 }
