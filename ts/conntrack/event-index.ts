@@ -29,7 +29,9 @@ export interface EventIndexStats {
   bytes: number;
   /** Interned (frontend, endpoint) pairs, both families. */
   pairs: number;
+  /** The IPv4 index's state. */
   ipv4: EventIndexState;
+  /** The IPv6 index's state. */
   ipv6: EventIndexState;
   /** Events applied since it was enabled. */
   events: number;

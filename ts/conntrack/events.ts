@@ -35,6 +35,7 @@ export interface EventsOptions {
 
 /** A flow and what happened to it. */
 export interface FlowEvent {
+  /** The multicast group it came from: `new`, `update` or `destroy`. */
   type: EventGroup;
   /** The flow as the kernel reported it, in the shape `Conntrack.list` returns. */
   flow: Flow;
@@ -45,10 +46,13 @@ export interface FlowEvent {
  * `count` losses since the last such item. State kept from events is stale: resync with a dump.
  */
 export interface LostEvent {
+  /** Marks a loss. */
   type: 'lost';
+  /** Losses since the previous `lost` item. */
   count: number;
 }
 
+/** An item of {@link events}: a flow event or a loss. */
 export type ConntrackEvent = FlowEvent | LostEvent;
 
 /** An event stream: an async iterator that can be closed, and awaited until it is subscribed. */

@@ -33,6 +33,13 @@ export {
   ConntrackUnavailableError,
 } from './errors.js';
 export {
+  type EventIndexOptions,
+  type EventIndexState,
+  type EventIndexStats,
+  enableEventIndex,
+  eventIndexStats,
+} from './event-index.js';
+export {
   type ConntrackEvent,
   type EventGroup,
   type EventStream,
@@ -42,13 +49,6 @@ export {
   type LostEvent,
 } from './events.js';
 export type { DirectionFilter, FilterProtocol, FlowFilter } from './filter.js';
-export {
-  type EventIndexOptions,
-  type EventIndexState,
-  type EventIndexStats,
-  enableEventIndex,
-  eventIndexStats,
-} from './event-index.js';
 export {
   endpointsTable,
   type SlicePort,

@@ -20,8 +20,10 @@ export const SERVICEACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount
 /** Overrides {@link SERVICEACCOUNT_DIR}, e.g. for a projected token mounted elsewhere. */
 export const SERVICEACCOUNT_DIR_ENV = 'KUBENODE_SERVICEACCOUNT_DIR';
 
+/** Where the configuration came from: `--kubeconfig`, the KUBECONFIG variable, or the pod's service account. */
 export type KubeConfigSource = 'flag' | 'KUBECONFIG' | 'in-cluster';
 
+/** A cluster configuration as {@link loadKubeConfig} found it. */
 export interface LoadedKubeConfig {
   /**
    * The lean transport's connection (ts/kube/rest.ts): reaching the API server through it loads
@@ -30,6 +32,7 @@ export interface LoadedKubeConfig {
   connection: KubeConnection;
   /** The same cluster as a client-node `KubeConfig`: reading it loads client-node. */
   readonly kubeConfig: KubeConfig;
+  /** Where it came from. */
   source: KubeConfigSource;
   /** The file or server it came from, for the start-up log line (no credentials in it). */
   origin: string;
@@ -37,8 +40,9 @@ export interface LoadedKubeConfig {
   tokenFile?: TokenFileAuth;
 }
 
-/** Options of {@link loadKubeConfig} and {@link inClusterConfig}. */
+/** Options of {@link loadKubeConfig} (and of its in-cluster reading). */
 export interface LoadOptions {
+  /** The environment to read KUBECONFIG and the in-cluster variables from (default `process.env`). */
   env?: NodeJS.ProcessEnv;
   /** A re-read of the in-cluster token file failed; the last token read is still used. */
   onTokenStale?: (err: Error, path: string) => void;

@@ -89,6 +89,7 @@ function bearer(token: string, user: string): string {
   return cleanAuthorization(`Bearer ${token}`, { name: user } as User);
 }
 
+/** Options of {@link connectionFromKubeConfig}. */
 export interface ConnectionOptions {
   /** A re-read of a token file failed; the last token read is still used. */
   onTokenStale?: (err: Error, path: string) => void;

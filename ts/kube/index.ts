@@ -7,7 +7,7 @@ export {
   type LoadOptions,
   loadKubeConfig,
 } from './config.js';
-export { connectionFromKubeConfig, isKubeConnection } from './connection.js';
+export { type ConnectionOptions, connectionFromKubeConfig, isKubeConnection } from './connection.js';
 export { KubeCredentialError } from './credentials.js';
 export {
   type ApiStatus,
@@ -26,3 +26,4 @@ export {
   type TlsMaterial,
   type WatchEvent,
 } from './rest.js';
+export type { TokenFileAuth } from './token-file.js';

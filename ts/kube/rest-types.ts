@@ -3,8 +3,11 @@
 
 /** TLS material of a connection: PEM bytes, as a kubeconfig's `*-data` fields decode to. */
 export interface TlsMaterial {
+  /** CA bundle the server's certificate must chain to (default: Node's roots). */
   ca?: Buffer;
+  /** Client certificate. */
   cert?: Buffer;
+  /** Client certificate's private key. */
   key?: Buffer;
   /** `insecure-skip-tls-verify`: the server's certificate is not checked. */
   insecureSkipTLSVerify?: boolean;
@@ -27,6 +30,7 @@ export interface RequestCredentials {
 export interface KubeConnection {
   /** `https://host:port` (or `http://` with no TLS), with an optional path prefix. */
   server: string;
+  /** TLS material of the connection. */
   tls: TlsMaterial;
   /** Credentials of each request; rejects with a KubeCredentialError holding no secret. */
   credentials(): Promise<RequestCredentials>;

@@ -15,12 +15,17 @@ export type { KubeConnection, RequestCredentials, TlsMaterial } from './rest-typ
 
 /** Content types of a PATCH (client-go's `types.PatchType`). */
 export const PATCH_MERGE = 'application/merge-patch+json';
+/** A strategic merge patch (built-in kinds only). */
 export const PATCH_STRATEGIC = 'application/strategic-merge-patch+json';
+/** An RFC 6902 JSON patch. */
 export const PATCH_JSON = 'application/json-patch+json';
+/** A server-side apply patch (needs a field manager). */
 export const PATCH_APPLY = 'application/apply-patch+yaml';
 
+/** A query parameter's value; undefined leaves the parameter out. */
 export type QueryValue = string | number | boolean | undefined;
 
+/** One API request of {@link KubeRest.request}. */
 export interface RestRequest {
   /** Default GET. */
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -32,6 +37,7 @@ export interface RestRequest {
   body?: unknown;
   /** Default `application/json`; a PATCH defaults to a merge patch. */
   contentType?: string;
+  /** Aborts the request. */
   signal?: AbortSignal;
   /** Aborts the request after this long (default: no limit, as client-go). */
   timeoutMs?: number;
@@ -39,13 +45,17 @@ export interface RestRequest {
 
 /** One line of a watch stream. */
 export interface WatchEvent<T = unknown> {
+  /** What happened; `ERROR` carries a `Status` (410 Gone: relist). */
   type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  /** The object after the change (before, for DELETED); a `Status` for ERROR. */
   object: T;
 }
 
 /** The client of one component on one connection. */
 export interface KubeRest {
+  /** Where the client connects and how it authenticates. */
   readonly connection: KubeConnection;
+  /** The User-Agent of every request. */
   readonly userAgent: string;
   /** `h2` or `http/1.1` once a connection was made; undefined before. */
   readonly protocol: 'h2' | 'http/1.1' | undefined;
@@ -73,12 +83,19 @@ export interface KubeRest {
 
 /** A Kubernetes `Status` object as error bodies carry it. */
 export interface ApiStatus {
+  /** `Status`. */
   kind?: string;
+  /** `v1`. */
   apiVersion?: string;
+  /** `Failure` or `Success`. */
   status?: string;
+  /** A human-readable description. */
   message?: string;
+  /** A machine-readable reason, e.g. `NotFound`, `Conflict`, `Expired`. */
   reason?: string;
+  /** The HTTP status. */
   code?: number;
+  /** The object the status is about. */
   details?: Record<string, unknown>;
 }
 
@@ -94,7 +111,9 @@ function errorCode(status: number): KubenodeErrorCode {
  * `apiCode()` in api-error.ts returns) and `body` the `Status` object it sent.
  */
 export class KubeApiError extends KubenodeError {
+  /** The HTTP status. */
   readonly statusCode: number;
+  /** The `Status` the server sent (or one made from the status line). */
   readonly body: ApiStatus;
 
   constructor(statusCode: number, body: ApiStatus, what: string) {
@@ -107,7 +126,9 @@ export class KubeApiError extends KubenodeError {
 
 /** Client-side rate limit of a client (client-go's QPS and burst). */
 export interface RestLimits {
+  /** Sustained requests per second. */
   qps: number;
+  /** Requests allowed at once above the sustained rate. */
   burst: number;
 }
 

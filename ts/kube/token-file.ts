@@ -30,10 +30,12 @@ export class TokenFileAuth {
     this.#onStale = onStale;
   }
 
+  /** client-node's authenticator hook: true for the user entry this reader stands for. */
   isAuthProvider(user: User): boolean {
     return user.authProvider?.name === TOKEN_FILE_PROVIDER;
   }
 
+  /** Sets the `Authorization` header from the token file (re-read when it is due). */
   async applyAuthentication(user: User, opts: { headers?: Record<string, unknown> }): Promise<void> {
     const path = String(user.authProvider?.config?.path ?? '');
     if (this.#token === undefined || performance.now() - this.#readAt >= TOKEN_FILE_PERIOD_MS) {
