@@ -240,7 +240,12 @@ describe('deploy/', () => {
     expect(dep.spec?.replicas).toBe(2);
     const cc = dep.spec?.template.spec?.containers[0];
     expect(cc?.args).toContain('--leader-elect');
-    expect(cc?.resources?.requests?.memory).toBe('160Mi');
+    // The controller's V8 flags and the memory it peaks at (BENCHMARKS.md#servicecidr).
+    expect(cc?.env).toContainEqual({
+      name: 'NODE_OPTIONS',
+      value: '--max-semi-space-size=1 --optimize-for-size',
+    });
+    expect(cc?.resources?.requests?.memory).toBe('96Mi');
     expect(cc?.args).toContain('--secure-port=10278');
     expect(cc?.readinessProbe?.httpGet).toMatchObject({ scheme: 'HTTPS', path: '/readyz', port: 10278 });
   });
