@@ -17,7 +17,7 @@ import { parse } from 'yaml';
 import { percentile, runFleet } from './fleet/sim.js';
 import { type BenchContext, goPeerBinary, repoRoot } from './lib/harness.js';
 
-/** The V8 flags the chart gives each reconciler (NODE_OPTIONS). */
+/** The V8 flags the chart gives each reconciler (on node's command line). */
 function chartNodeOptions(): string {
   const values = parse(readFileSync(join(repoRoot, 'charts', 'kubenode', 'values.yaml'), 'utf8')) as {
     reconciler?: { nodeOptions?: string };
