@@ -8,13 +8,16 @@
 //   KUBENODE_FLEET_NODES=5 npm run bench -- fleet         (a smaller fleet)
 //   KUBENODE_FLEET_NODE_FLAGS='--optimize-for-size'  (V8 flags of each reconciler process;
 //                                  default: the chart's reconciler.nodeOptions, as deployed)
+//   KUBENODE_FLEET_NODE=/path/to/node  (Node binary of each reconciler process, e.g. the image's;
+//                                  default: the Node running the bench)
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { percentile, runFleet } from './fleet/sim.js';
 import { type BenchContext, goPeerBinary, repoRoot } from './lib/harness.js';
 
-/** The V8 flags the chart gives each reconciler (NODE_OPTIONS). */
+/** The V8 flags the chart gives each reconciler (on node's command line). */
 function chartNodeOptions(): string {
   const values = parse(readFileSync(join(repoRoot, 'charts', 'kubenode', 'values.yaml'), 'utf8')) as {
     reconciler?: { nodeOptions?: string };
@@ -28,6 +31,9 @@ export async function run(ctx: BenchContext): Promise<string> {
   const nodeFlags = (process.env.KUBENODE_FLEET_NODE_FLAGS ?? chartNodeOptions())
     .split(/\s+/)
     .filter(Boolean);
+  const node = process.env.KUBENODE_FLEET_NODE || process.execPath;
+  const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  if (!nodeVersion) throw new Error(`KUBENODE_FLEET_NODE=${node} does not run`);
   const opts = {
     nodes: Number.isInteger(sized) && sized > 0 ? sized : ctx.quick ? 5 : 50,
     flowsPerNode: ctx.quick ? 100 : 2000,
@@ -36,6 +42,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     goPeer: goPeerBinary('conntrack-bench'),
     kubeProxy: goPeerBinary('kube-proxy'),
     nodeFlags,
+    node,
     built: true, // `npm run bench` builds dist/ first: the daemon as deployed, without tsx
     log: ctx.log,
   };
@@ -64,7 +71,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     `| kube-proxy CleanStaleEntries (Go peer), one node at a time | ${s(r.goSeconds, 50)} | ${s(r.goSeconds, 99)} | ${s(r.goSeconds, 100)} |`,
     `| kube-proxy v1.37.2 (nftables mode): API write → stale flows gone, per node (polled every 250 ms and more) | ${ms(r.kubeProxyLatenciesMs, 50)} | ${ms(r.kubeProxyLatenciesMs, 99)} | ${ms(r.kubeProxyLatenciesMs, 100)} |`,
     '',
-    `Memory per node, same run, RSS after the change (${opts.nodes} of each process; Node ${process.version}` +
+    `Memory per node, same run, RSS after the change (${opts.nodes} of each process; reconcilers on Node ${nodeVersion}` +
       `${nodeFlags.length ? `, reconciler flags \`${nodeFlags.join(' ')}\`` : ''}):`,
     '',
     '| process | RSS p50 | RSS max | all nodes | reconciler / kube-proxy (p50) |',
@@ -80,7 +87,7 @@ export async function run(ctx: BenchContext): Promise<string> {
     `API server watches (\`apiserver_longrunning_requests{verb="WATCH"}\` from /metrics): ${r.watchesBefore} ` +
       `before the reconcilers, ${r.watchesAfter} with them (2 per node: Services, EndpointSlices). ` +
       `Reconcilers' total RSS after the change: ${totalRssMB.toFixed(0)} MiB ` +
-      `(${(totalRssMB / opts.nodes).toFixed(0)} MiB per node, Node ${process.version}, built CLI). ` +
+      `(${(totalRssMB / opts.nodes).toFixed(0)} MiB per node, Node ${nodeVersion}, built CLI). ` +
       `Stale flows left: ${r.staleLeft}. A change after a quiet period is cleaned at once (the ` +
       `min-sync-period only spaces passes of a burst), so the latency is the watch event's fan-out to ${opts.nodes} ` +
       'processes sharing 2 cores (all nodes clean at once); the one-at-a-time rows refill each table ' +

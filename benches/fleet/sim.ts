@@ -45,6 +45,8 @@ export interface FleetOptions {
   kubeProxy?: string;
   /** Node options of each reconciler process (V8 flags), e.g. ['--max-semi-space-size=1']. */
   nodeFlags?: string[];
+  /** Node binary the reconcilers run on (the image's Node may not be this one); default: this Node. */
+  node?: string;
   log?: (m: string) => void;
 }
 
@@ -214,7 +216,7 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     for (const n of nodes) {
       // One process per node, like a DaemonSet: its own watches, its own memory.
       const child = spawn(
-        process.execPath,
+        opts.node ?? process.execPath,
         [
           ...(opts.nodeFlags ?? []),
           ...cli,

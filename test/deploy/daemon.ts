@@ -52,6 +52,9 @@ export interface DaemonRuntime {
   uid?: number;
   gid?: number;
   wrap?: string[];
+  /** Node's own flags (V8's), before the CLI, and environment added to this process's. */
+  nodeFlags?: string[];
+  env?: Record<string, string>;
 }
 
 /** A manifest's arguments that `startDaemon` replaces (listeners and log format). */
@@ -74,6 +77,7 @@ export async function startDaemon(args: string[], runtime: DaemonRuntime = {}): 
   const argv = [
     ...(runtime.wrap ?? []),
     runtime.node ?? process.execPath,
+    ...(runtime.nodeFlags ?? []),
     ...entry,
     ...args,
     ...listener,
@@ -81,6 +85,7 @@ export async function startDaemon(args: string[], runtime: DaemonRuntime = {}): 
   ];
   const child = spawn(argv[0] as string, argv.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...runtime.env },
     uid: runtime.uid,
     gid: runtime.gid,
   });

@@ -1,8 +1,8 @@
 // The image as the Containerfile builds it, without a container engine: its install stage
 // (scripts/image-install.sh, the very script the Containerfile runs) replayed from the packed
 // tarball into a temp prefix under Node 24, the image's runtime; then both daemons started from
-// that install with Node 24 and the arguments of their deploy/ manifests, as the image's
-// ENTRYPOINT would, until /healthz answers 200. The controller runs as the image's non-root
+// that install with Node 24 and the command, arguments and environment of their deploy/
+// manifests (node's flags included), as the image's ENTRYPOINT would, until /healthz answers 200. The controller runs as the image's non-root
 // user against a real kube-apiserver; the reconciler as root (its manifest's UID) with its
 // conntrack handle in a network namespace of its own.
 import { execFileSync } from 'node:child_process';
@@ -15,7 +15,7 @@ import { netnsExists, TestNetns } from '../conntrack/netns.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
 import { nodeBinary } from '../support/node-binary.js';
 import { type Daemon, httpGet, startDaemon, waitFor } from './daemon.js';
-import { kustomization, loadManifests, manifestArgs } from './manifests.js';
+import { kustomization, loadManifests, manifestArgs, manifestNode } from './manifests.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const NS = kustomization().namespace;
@@ -95,7 +95,15 @@ describe('the image install (Containerfile stage replayed, Node 24)', () => {
       '--kubeconfig',
       kubeconfig,
     ];
-    const d = await startDaemon(args, { node: node24, main: cli, uid: NONROOT, gid: NONROOT });
+    const { flags, env } = manifestNode('Deployment', 'kubenode-servicecidr-controller');
+    const d = await startDaemon(args, {
+      node: node24,
+      main: cli,
+      uid: NONROOT,
+      gid: NONROOT,
+      nodeFlags: flags,
+      env,
+    });
     try {
       await healthy(d);
       expect(d.logs().some((l) => 'err' in l)).toBe(false);
@@ -114,7 +122,8 @@ describe('the image install (Containerfile stage replayed, Node 24)', () => {
         '--netns',
         ns.path,
       ];
-      const d = await startDaemon(args, { node: node24, main: cli });
+      const { flags, env } = manifestNode('DaemonSet', 'kubenode-conntrack-reconciler');
+      const d = await startDaemon(args, { node: node24, main: cli, nodeFlags: flags, env });
       try {
         await healthy(d);
         expect(d.logs().some((l) => 'err' in l)).toBe(false);

@@ -89,3 +89,22 @@ export function manifestArgs(
     .filter((a) => !LISTENER_FLAGS.test(a))
     .map((a) => a.replace('$(POD_NAMESPACE)', ns).replace('$(NODE_NAME)', node));
 }
+
+/**
+ * How the image runs a deploy/ workload's container: node's own flags from its command, which
+ * must run the Containerfile's ENTRYPOINT, and its literal environment (NODE_OPTIONS included).
+ */
+export function manifestNode(
+  kind: 'DaemonSet' | 'Deployment',
+  name: string,
+): { flags: string[]; env: Record<string, string> } {
+  const c = manifest<V1DaemonSet | V1Deployment>(kind, name).spec?.template.spec?.containers[0];
+  const containerfile = readFileSync(join(deployDir, '..', 'Containerfile'), 'utf8');
+  const entry = JSON.parse(/^ENTRYPOINT (.*)$/m.exec(containerfile)?.[1] ?? '[]') as string[];
+  const command = c?.command ?? entry;
+  if (command[0] !== entry[0] || command.at(-1) !== entry.at(-1))
+    throw new Error(`${name} does not run the image's ENTRYPOINT: ${command.join(' ')}`);
+  const env: Record<string, string> = {};
+  for (const e of c?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+  return { flags: command.slice(1, -1), env };
+}

@@ -15,3 +15,19 @@ app.kubernetes.io/part-of: kubenode
 {{- define "kubenode.port" -}}
 {{ regexReplaceAll "^.*:" . "" }}
 {{- end -}}
+
+{{/*
+A container's command running the image's entry point under V8 flags (space-separated). They go on
+node's command line: NODE_OPTIONS refuses most V8 flags (--optimize-for-size, --max-opt), and node
+then does not start.
+*/}}
+{{- define "kubenode.nodeCommand" -}}
+command:
+  - node
+  {{- range splitList " " . }}
+  {{- if . }}
+  - {{ . | quote }}
+  {{- end }}
+  {{- end }}
+  - /opt/kubenode/node_modules/kubenode/dist/cli/main.js
+{{- end -}}
