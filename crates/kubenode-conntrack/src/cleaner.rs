@@ -17,6 +17,7 @@ use crate::cost::CostModel;
 use crate::error::{Error, Result};
 use crate::flow::{DumpFilter, Family, Flow};
 use crate::flow_index::FlowIndex;
+use crate::group_membership::GroupMembership;
 use crate::plan::{plan, plan_with_index, Costs, DumpKind, LastPass, Plan};
 use crate::probe::FlushSupport;
 use crate::progress::{Progress, PHASE_DELETING, PHASE_IDLE, PHASE_LISTING};
@@ -41,6 +42,8 @@ pub struct StaleFlowCleaner {
     targeted_refused: bool,
     /// The event-fed flow index, when enabled: its feeder applies events to it meanwhile.
     index: Option<Arc<Mutex<FlowIndex>>>,
+    /// The DESTROY group of the index's event socket, left while an indexed pass deletes.
+    destroy_group: Option<Arc<GroupMembership>>,
     #[cfg(feature = "test-hooks")]
     pinned: Option<bool>,
 }
@@ -61,6 +64,14 @@ impl StaleFlowCleaner {
     /// and rebuilds it on each full pass; `None` turns that off.
     pub fn set_index(&mut self, index: Option<Arc<Mutex<FlowIndex>>>) {
         self.index = index;
+    }
+
+    /// The DESTROY group of the socket feeding the index: an indexed pass leaves it while it
+    /// deletes flows the index drops itself, so the kernel builds no event per delete (it
+    /// builds them only while the group has a listener). Flows that end elsewhere meanwhile
+    /// stay in the index until they are deleted as already gone or the next full pass.
+    pub fn set_destroy_group(&mut self, group: Option<Arc<GroupMembership>>) {
+        self.destroy_group = group;
     }
 
     pub fn index(&self) -> Option<&Arc<Mutex<FlowIndex>>> {
@@ -117,6 +128,7 @@ impl StaleFlowCleaner {
         };
         let pinned = self.pinned();
         let index = self.index.clone();
+        let quiet = self.destroy_group.clone();
         let state = self.family(family);
         if opts.dry_run {
             // Deletes nothing, so what the cleaner remembers stays true.
@@ -150,7 +162,8 @@ impl StaleFlowCleaner {
             None => plan(&prev, matcher, opts, costs, count),
         };
         let index = index.as_deref();
-        let result = match run(ct, family, &p, &mut state.cost, index, progress) {
+        let quiet = quiet.as_deref();
+        let result = match run(ct, family, &p, &mut state.cost, index, quiet, progress) {
             Err(Error::Unsupported { .. }) if p.path == CleanPath::Targeted => {
                 self.targeted_refused = true;
                 let full = Plan::full(p.tables.clone(), FullReason::Unsupported, None);
@@ -160,6 +173,7 @@ impl StaleFlowCleaner {
                     &full,
                     &mut self.family(family).cost,
                     index,
+                    quiet,
                     progress,
                 )
             }
@@ -203,6 +217,7 @@ fn run(
     p: &Plan<'_>,
     cost: &mut CostModel,
     index: Option<&Mutex<FlowIndex>>,
+    quiet: Option<&GroupMembership>,
     progress: &Progress,
 ) -> Result<CleanReport> {
     let start = Instant::now();
@@ -214,9 +229,19 @@ fn run(
             rep.stale = found.flows.len().try_into().unwrap_or(u32::MAX);
             rep.pairs = found.pairs;
             progress.stale.store(rep.stale, Ordering::Relaxed);
+            // No DESTROY event per delete: the index drops these flows itself below. If the
+            // group cannot be left the deletes just cost the events; if it cannot be joined
+            // again, the index would miss flows ending from now on, so it is resynced.
+            let paused = quiet.and_then(|g| g.pause().ok());
             delete_stale(ct, family, &found.flows, progress, &mut rep);
+            let rejoined = paused.is_none_or(|p| p.resume().is_ok());
             // Gone now or already: their DESTROY events may come after the next pass.
-            lock(x).remove(family, &found.flows);
+            let mut x = lock(x);
+            x.remove(family, &found.flows);
+            if !rejoined {
+                x.lost();
+            }
+            drop(x);
             progress.phase.store(PHASE_IDLE, Ordering::Relaxed);
             return Ok(rep);
         }

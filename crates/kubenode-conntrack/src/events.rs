@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 use crate::attr::Msgs;
 use crate::consts::*;
 use crate::error::{from_io, Error, Result};
-use crate::event::FlowEvent;
+use crate::event::{EventKind, FlowEvent};
 use crate::event_bpf::{program, Insn};
 use crate::event_msg::parse_event;
 use crate::filter::FlowFilter;
 use crate::flow::Family;
+use crate::group_membership::GroupMembership;
 use crate::netns_open::open_in;
 use crate::socket::RECV_BUF;
 
@@ -314,6 +315,15 @@ impl EventSocket {
     }
 
     /// A handle that makes a blocked read return from another thread.
+    /// A handle on one group of this socket, to leave and re-join it from another thread.
+    pub fn membership(&self, kind: EventKind) -> Result<GroupMembership> {
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|e| from_io("duplicate the event socket", e))?;
+        Ok(GroupMembership::new(fd, kind))
+    }
+
     pub fn waker(&self) -> EventWaker {
         self.waker.clone()
     }

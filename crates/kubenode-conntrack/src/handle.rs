@@ -9,6 +9,7 @@ use crate::cleaner::StaleFlowCleaner;
 use crate::conntrack::Conntrack;
 use crate::consts::IPPROTO_UDP;
 use crate::error::{Error, Result};
+use crate::event::EventKind;
 use crate::events::EventSocket;
 use crate::flow_index::FlowIndex;
 use crate::index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
@@ -43,12 +44,14 @@ impl Session {
         rcvbuf: Option<usize>,
     ) -> Result<(Arc<Mutex<FlowIndex>>, Arc<FeedStats>)> {
         let sock = EventSocket::open(netns, INDEX_GROUPS, rcvbuf)?;
+        let destroy = sock.membership(EventKind::Destroy)?;
         let index = Arc::new(Mutex::new(FlowIndex::new(IPPROTO_UDP, max_flows)));
         let feed = IndexFeed::start(sock, index.clone())?;
         let stats = feed.stats();
         // The old feed (if any) stops when dropped.
         self.feed = Some(feed);
         self.cleaner.set_index(Some(index.clone()));
+        self.cleaner.set_destroy_group(Some(Arc::new(destroy)));
         Ok((index, stats))
     }
 }

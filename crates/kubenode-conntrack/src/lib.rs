@@ -24,6 +24,7 @@ mod filter;
 mod flow;
 mod flow_index;
 mod flush;
+mod group_membership;
 mod handle;
 mod hash;
 mod index_feed;
@@ -62,6 +63,7 @@ pub use flow::{
 };
 pub use flow_index::{FlowIndex, IndexedStale, Rebuild, Resync};
 pub use flush::{FilterDeleteReport, FlushPath};
+pub use group_membership::{GroupMembership, Paused};
 pub use handle::{ConntrackHandle, Handle, Session};
 pub use index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
 pub use kubenode_sysctl::{KubernetesVersion, KubernetesVersionError};
