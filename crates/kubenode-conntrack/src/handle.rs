@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::events::EventSocket;
 use crate::flow_index::FlowIndex;
-use crate::index_feed::{FeedStats, IndexFeed, INDEX_GROUPS};
+use crate::index_feed::{check_events_enabled, FeedStats, IndexFeed, INDEX_GROUPS};
 
 /// What one shared handle holds: its persistent ctnetlink socket and the cleanup that uses it,
 /// and the feed of the cleaner's flow index when one is enabled.
@@ -43,6 +43,7 @@ impl Session {
         max_flows: usize,
         rcvbuf: Option<usize>,
     ) -> Result<(Arc<Mutex<FlowIndex>>, Arc<FeedStats>)> {
+        check_events_enabled(netns)?;
         let sock = EventSocket::open(netns, INDEX_GROUPS, rcvbuf)?;
         let destroy = sock.membership(EventKind::Destroy)?;
         let index = Arc::new(Mutex::new(FlowIndex::new(IPPROTO_UDP, max_flows)));

@@ -12,6 +12,7 @@ use crate::event::FlowEvent;
 use crate::events::{EventSocket, EventWaker, Groups};
 use crate::filter::FlowFilter;
 use crate::flow_index::FlowIndex;
+use crate::netns_open::open_in;
 
 /// Events read per batch (one lock of the index each).
 const BATCH: usize = 1024;
@@ -103,4 +104,28 @@ fn feed(mut sock: EventSocket, index: &Mutex<FlowIndex>, stop: &AtomicBool, stat
     }
     // No more events: whatever the index holds from now on would go stale unseen.
     lock(index).unfed();
+}
+
+/// The namespace's `net.netfilter.nf_conntrack_events` (per namespace; read where the socket
+/// lives).
+const EVENTS_SYSCTL: &str = "/proc/sys/net/netfilter/nf_conntrack_events";
+
+/// Refuses an index where the kernel sends no conntrack events (`nf_conntrack_events` = 0): it
+/// would miss every new flow without any loss to report. An unreadable setting is let through
+/// (the socket's own errors then speak).
+pub fn check_events_enabled(netns: Option<&str>) -> Result<()> {
+    let read = || -> Result<Option<String>> { Ok(std::fs::read_to_string(EVENTS_SYSCTL).ok()) };
+    let value = match netns {
+        Some(path) => open_in(path, read)?,
+        None => read()?,
+    };
+    if value.as_deref().map(str::trim) == Some("0") {
+        return Err(Error::Unsupported {
+            op: "enable the event-fed flow index",
+            detail: "net.netfilter.nf_conntrack_events is 0 in this network namespace, so the \
+                     kernel sends no conntrack events"
+                .into(),
+        });
+    }
+    Ok(())
 }

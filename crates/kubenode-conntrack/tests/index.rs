@@ -152,3 +152,27 @@ fn lost_events_make_the_next_pass_full_and_it_still_cleans() {
     assert_eq!((r.stale, r.deleted), (1500, 1500), "{r:?}");
     assert_eq!(left(&mut s.ct).len(), 1500);
 }
+
+#[test]
+fn an_index_is_refused_where_the_kernel_sends_no_events() {
+    let ns = Netns::new();
+    let set = |v: &str| {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &ns.name, "sysctl", "-qw"])
+            .arg(format!("net.netfilter.nf_conntrack_events={v}"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let mut s = Session::new(ns.open());
+    set("0");
+    let e = s.enable_index(Some(&ns.path()), 10_000, None).unwrap_err();
+    assert!(e.to_string().contains("nf_conntrack_events is 0"), "{e}");
+    assert!(s.cleaner.index().is_none());
+    set("1");
+    s.enable_index(Some(&ns.path()), 10_000, None).unwrap();
+}
