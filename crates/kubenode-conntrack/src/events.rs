@@ -7,13 +7,12 @@
 //! failing; the socket keeps working and the caller resyncs with a dump.
 
 use std::io;
-use std::mem::{size_of, zeroed};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::attr::Msgs;
-use crate::consts::*;
 use crate::error::{from_io, Error, Result};
 use crate::event::{EventKind, FlowEvent};
 use crate::event_bpf::{program, Insn};
@@ -22,7 +21,7 @@ use crate::filter::FlowFilter;
 use crate::flow::Family;
 use crate::group_membership::GroupMembership;
 use crate::netns_open::open_in;
-use crate::socket::RECV_BUF;
+use crate::socket::{bind_groups, netfilter_socket, setopt, RECV_BUF};
 
 /// `NFNLGRP_CONNTRACK_*` as `nl_groups` bits (group n is bit n-1).
 const GROUP_NEW: u32 = 1 << 0;
@@ -131,24 +130,6 @@ fn no_groups() -> Error {
     )
 }
 
-fn setopt<T>(fd: RawFd, level: i32, name: i32, val: &T) -> io::Result<()> {
-    // SAFETY: `val` outlives the call and the length matches its type.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (val as *const T).cast(),
-            size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// A subscription to ctnetlink's conntrack events in one network namespace.
 pub struct EventSocket {
     fd: OwnedFd,
@@ -166,19 +147,7 @@ pub struct EventSocket {
 pub const MAX_RCVBUF: usize = 1 << 30;
 
 fn open_socket(mask: u32, rcvbuf: Option<usize>) -> Result<OwnedFd> {
-    // SAFETY: plain syscall; the result is checked.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            NETLINK_NETFILTER,
-        )
-    };
-    if fd < 0 {
-        return Err(from_io("open netlink socket", io::Error::last_os_error()));
-    }
-    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = netfilter_socket(libc::SOCK_NONBLOCK)?;
     let raw = fd.as_raw_fd();
     if let Some(n) = rcvbuf {
         // Checked by `open`, so it fits.
@@ -189,24 +158,7 @@ fn open_socket(mask: u32, rcvbuf: Option<usize>) -> Result<OwnedFd> {
                 .map_err(|e| from_io("set SO_RCVBUF", e))?;
         }
     }
-    // SAFETY: a zeroed sockaddr_nl is a valid "any pid, no groups" address.
-    let mut sa: libc::sockaddr_nl = unsafe { zeroed() };
-    sa.nl_family = libc::AF_NETLINK as u16;
-    sa.nl_groups = mask;
-    // SAFETY: `sa` is a valid sockaddr_nl of the given length.
-    let r = unsafe {
-        libc::bind(
-            raw,
-            (&sa as *const libc::sockaddr_nl).cast(),
-            size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(from_io(
-            "join conntrack event groups",
-            io::Error::last_os_error(),
-        ));
-    }
+    bind_groups(raw, mask, "join conntrack event groups")?;
     Ok(fd)
 }
 

@@ -3,12 +3,12 @@
 //! (`nfnetlink_has_listeners`), so a cleanup that deletes flows the index already knows are
 //! going can spare the kernel a DESTROY event per delete by leaving the group for the batch.
 
-use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::consts::SOL_NETLINK;
 use crate::error::{Error, Result};
 use crate::event::EventKind;
+use crate::socket::setopt;
 
 const NETLINK_ADD_MEMBERSHIP: i32 = 1;
 const NETLINK_DROP_MEMBERSHIP: i32 = 2;
@@ -38,24 +38,8 @@ impl GroupMembership {
     }
 
     fn set(&self, name: i32, op: &'static str) -> Result<()> {
-        let g = self.group;
-        // SAFETY: `g` outlives the call and the length is that of a u32.
-        let r = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                SOL_NETLINK,
-                name,
-                (&g as *const u32).cast(),
-                size_of::<u32>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(Error::Io {
-                op,
-                source: io::Error::last_os_error(),
-            });
-        }
-        Ok(())
+        setopt(self.fd.as_raw_fd(), SOL_NETLINK, name, &self.group)
+            .map_err(|source| Error::Io { op, source })
     }
 
     /// Stops the group's events until the returned guard is dropped (which re-joins it).

@@ -28,15 +28,16 @@ pub struct NlSocket {
     pub(crate) faults: Faults,
 }
 
-fn setopt(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> {
+/// `setsockopt` with a value of any plain type.
+pub(crate) fn setopt<T>(fd: RawFd, level: i32, name: i32, val: &T) -> io::Result<()> {
     // SAFETY: `val` outlives the call and the length matches its type.
     let r = unsafe {
         libc::setsockopt(
             fd,
             level,
             name,
-            (&val as *const i32).cast(),
-            size_of::<i32>() as libc::socklen_t,
+            (val as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
         )
     };
     if r < 0 {
@@ -46,47 +47,60 @@ fn setopt(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> {
     }
 }
 
+/// A new `NETLINK_NETFILTER` socket in the calling thread's network namespace (`flags` beyond
+/// `SOCK_RAW | SOCK_CLOEXEC`, e.g. `SOCK_NONBLOCK`).
+pub(crate) fn netfilter_socket(flags: i32) -> Result<OwnedFd> {
+    // SAFETY: plain syscall; the result is checked.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC | flags,
+            NETLINK_NETFILTER,
+        )
+    };
+    if fd < 0 {
+        return Err(from_io("open netlink socket", io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Binds `fd` to any port id, joining the multicast `groups` (an `nl_groups` bit mask).
+pub(crate) fn bind_groups(fd: RawFd, groups: u32, op: &'static str) -> Result<()> {
+    // SAFETY: a zeroed sockaddr_nl is a valid "any pid, no groups" address.
+    let mut sa: libc::sockaddr_nl = unsafe { zeroed() };
+    sa.nl_family = libc::AF_NETLINK as u16;
+    sa.nl_groups = groups;
+    // SAFETY: `sa` is a valid sockaddr_nl of the given length.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_nl).cast(),
+            size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(from_io(op, io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 impl NlSocket {
     /// Opens and binds a socket in the calling thread's network namespace.
     pub fn open() -> Result<Self> {
-        // SAFETY: plain syscall; the result is checked.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                NETLINK_NETFILTER,
-            )
-        };
-        if fd < 0 {
-            return Err(from_io("open netlink socket", io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = netfilter_socket(0)?;
         let raw = fd.as_raw_fd();
-        // SAFETY: a zeroed sockaddr_nl is a valid "any pid, no groups" address.
-        let mut sa: libc::sockaddr_nl = unsafe { zeroed() };
-        sa.nl_family = libc::AF_NETLINK as u16;
-        // SAFETY: `sa` is a valid sockaddr_nl of the given length.
-        let r = unsafe {
-            libc::bind(
-                raw,
-                (&sa as *const libc::sockaddr_nl).cast(),
-                size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(from_io("bind netlink socket", io::Error::last_os_error()));
-        }
+        bind_groups(raw, 0, "bind netlink socket")?;
         // Error acks echo only the request header; extended acks carry the kernel's reason.
-        setopt(raw, SOL_NETLINK, NETLINK_CAP_ACK, 1)
+        setopt(raw, SOL_NETLINK, NETLINK_CAP_ACK, &1i32)
             .map_err(|e| from_io("set NETLINK_CAP_ACK", e))?;
-        let _ = setopt(raw, SOL_NETLINK, NETLINK_EXT_ACK, 1);
+        let _ = setopt(raw, SOL_NETLINK, NETLINK_EXT_ACK, &1i32);
         // FORCE needs CAP_NET_ADMIN; fall back to the capped variant without it.
-        if setopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, SOCK_BUF).is_err() {
-            let _ = setopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, SOCK_BUF);
+        if setopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &SOCK_BUF).is_err() {
+            let _ = setopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &SOCK_BUF);
         }
-        if setopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, SOCK_BUF).is_err() {
-            let _ = setopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, SOCK_BUF);
+        if setopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &SOCK_BUF).is_err() {
+            let _ = setopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, &SOCK_BUF);
         }
         // A lost reply must not hang a caller forever.
         let tv = libc::timeval {
