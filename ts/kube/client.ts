@@ -6,10 +6,11 @@
 // CPU time and a large share of the API server's; the view reuses one keep-alive agent for as
 // long as its TLS material is unchanged, as client-go's transport does.
 import { readFileSync } from 'node:fs';
-import { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Cluster, KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { guardedAuthorization } from './credentials.js';
+import { http } from './node-http.js';
 
 let packageVersion: string | undefined;
 
@@ -66,7 +67,7 @@ function cachedAgents(kc: KubeConfig): (cluster: Cluster | null, options: AgentO
     if (server.startsWith('http:') && !cluster.skipTLSVerify) return create.call(this, cluster, options);
     // Idle sockets of a replaced agent close on their own: requests in flight keep theirs.
     const agent = server.startsWith('http:')
-      ? new HttpAgent({ ...options, keepAlive: true })
+      ? new http.Agent({ ...options, keepAlive: true })
       : new HttpsAgent({ ...options, keepAlive: true });
     cached = { agent, options: { ...options }, server };
     return agent;

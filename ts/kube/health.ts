@@ -9,10 +9,11 @@
 // and fit in maxHeaderBytes, and past maxConnections the oldest connection that has not sent a
 // complete request yet is closed to make room, so a flood of slow connections can neither grow
 // the heap nor use up the file descriptors a probe needs.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
+import { http } from './node-http.js';
 
 /** The bounds of a listener. */
 export interface ListenerLimits {
@@ -179,7 +180,7 @@ function makeServer(routes: Set<Route>, o: HealthOptions): Server {
   const h = handler(routes, o);
   const server: Server = o.tls
     ? (createHttpsServer({ ...options, cert: o.tls.cert, key: o.tls.key }, h) as unknown as Server)
-    : createServer(options, h);
+    : http.createServer(options, h);
   server.keepAliveTimeout = l.keepAliveTimeoutMs;
   // A TLS handshake that never finishes is a slow connection too.
   if (o.tls) (server as unknown as { setTimeout(ms: number): void }).setTimeout(l.requestTimeoutMs);

@@ -4,7 +4,7 @@
 // ReadIdleTimeout 30 s, PingTimeout 15 s). A server whose ALPN answer is not h2, and any
 // plain-http server, gets keep-alive HTTP/1.1 instead. The session holds the process up only
 // while a request or watch is open.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Agent as HttpAgent, IncomingMessage } from 'node:http';
 import {
   type ClientHttp2Session,
   type ClientHttp2Stream,
@@ -15,6 +15,7 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import { type TLSSocket, connect as tlsConnect } from 'node:tls';
+import { http } from './node-http.js';
 import type { KubeConnection, TlsMaterial } from './rest-types.js';
 
 export interface Exchange {
@@ -301,12 +302,12 @@ export class Transport {
       this.#h1?.agent.destroy();
       const agent = https
         ? new HttpsAgent({ keepAlive: true, ...tlsOptions(this.#url, tls) })
-        : new HttpAgent({ keepAlive: true });
+        : new http.Agent({ keepAlive: true });
       this.#h1 = { agent, tls };
     }
     this.protocol = 'http/1.1';
     const o = tlsOptions(this.#url, tls);
-    const req = (https ? httpsRequest : httpRequest)({
+    const req = (https ? httpsRequest : http.request)({
       ...(https ? o : {}),
       host: o.host,
       port: Number(this.#url.port || (https ? 443 : 80)),
