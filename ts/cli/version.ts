@@ -1,7 +1,8 @@
 // `kubenode version`: the package version and the commit it was built from (dist/build-info.json,
 // written at build time by scripts/build-info.mjs; absent when running from the sources).
-import { readFileSync } from 'node:fs';
+
 import type { Command } from 'commander';
+import { fs } from '../node-builtins.js';
 import { addOutputOption, out, outputFormat, printStructured } from './output.js';
 
 export interface VersionInfo {
@@ -15,7 +16,7 @@ export interface VersionInfo {
 
 /** The package version; package.json sits two levels up from both ts/cli and dist/cli. */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     version: string;
   };
   return pkg.version;
@@ -24,7 +25,9 @@ export function packageVersion(): string {
 export function versionInfo(): VersionInfo {
   let build: Partial<VersionInfo> = {};
   try {
-    build = JSON.parse(readFileSync(new URL('../build-info.json', import.meta.url), 'utf8')) as VersionInfo;
+    build = JSON.parse(
+      fs.readFileSync(new URL('../build-info.json', import.meta.url), 'utf8'),
+    ) as VersionInfo;
   } catch {
     // Sources, not a build: no commit recorded.
   }

@@ -5,19 +5,18 @@
 // CA parse and handshake) for every request, which made connection setup most of a controller's
 // CPU time and a large share of the API server's; the view reuses one keep-alive agent for as
 // long as its TLS material is unchanged, as client-go's transport does.
-import { readFileSync } from 'node:fs';
 import type { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Cluster, KubeConfig, RequestContext } from '@kubernetes/client-node';
+import { fs, http } from '../node-builtins.js';
 import { guardedAuthorization } from './credentials.js';
-import { http } from './node-http.js';
 
 let packageVersion: string | undefined;
 
 function version(): string {
   if (packageVersion === undefined) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
         version?: unknown;
       };
       packageVersion = typeof pkg.version === 'string' ? pkg.version : '0.0.0';

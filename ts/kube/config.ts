@@ -2,10 +2,10 @@
 // flag, then KUBECONFIG, then the in-cluster configuration (service-account token and CA,
 // KUBERNETES_SERVICE_HOST/PORT). Nothing else: no ~/.kube/config on a node image, and never
 // client-node's last resort http://localhost:8080, which would talk to whatever listens there.
-import { isIPv6 } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubenodeError } from '../errors.js';
+import { net } from '../node-builtins.js';
 import { clientNode } from '../peers.js';
 import { leanConnection, pluginOf } from './connection.js';
 import { KubeCredentialError } from './credentials.js';
@@ -185,7 +185,7 @@ export async function inClusterConfig(
       );
     }
   }
-  const server = `https://${isIPv6(host) ? `[${host}]` : host}:${port}`;
+  const server = `https://${net.isIPv6(host) ? `[${host}]` : host}:${port}`;
   const auth = new TokenFileAuth(options.onTokenStale);
   const connection = await leanConnection(
     { name: 'inCluster', server, caFile },

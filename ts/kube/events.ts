@@ -9,7 +9,6 @@
 // Writes are serialised (the correlator's state follows each write's result) and best effort:
 // failures are logged, never thrown; network failures are retried like client-go (12 tries,
 // 10 s apart, the first delay randomised), on timers that never keep the process alive.
-import { hrtime } from 'node:process';
 import type {
   ConfigurationOptions,
   CoreV1Api,
@@ -148,7 +147,7 @@ function aggregateKeys(e: CoreV1Event): [string, string] {
 
 /** `<name>.<unix nanoseconds in hex>`, like the recorder's event names. */
 function eventName(objectName: string, ms: number): string {
-  const nanos = BigInt(Math.floor(ms)) * 1_000_000n + (hrtime.bigint() % 1_000_000n);
+  const nanos = BigInt(Math.floor(ms)) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
   return `${objectName}.${nanos.toString(16)}`;
 }
 

@@ -13,7 +13,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
-import { http } from './node-http.js';
+import { http } from '../node-builtins.js';
 
 /** The bounds of a listener. */
 export interface ListenerLimits {

@@ -3,8 +3,9 @@
 // refuse anything but a regular file (a FIFO would block start-up before any log line, a device
 // such as /dev/zero would be read without end), open non-blocking, check again what was opened
 // (the path may have been swapped meanwhile), and read no more than a cap.
-import { constants, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+import { fs } from '../node-builtins.js';
 
 /** The cap for every such file: far above any real kubeconfig, token or CA bundle. */
 export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
@@ -29,7 +30,7 @@ function notRegular(st: Stats): Error {
 export async function readRegularFile(path: string, limit = MAX_CONFIG_FILE_BYTES): Promise<Buffer> {
   const before = await stat(path);
   if (!before.isFile()) throw notRegular(before);
-  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  const fh = await open(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
   try {
     const st = await fh.stat();
     if (!st.isFile()) throw notRegular(st);

@@ -13,9 +13,8 @@ import {
   type IncomingHttpHeaders,
 } from 'node:http2';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
-import { type TLSSocket, connect as tlsConnect } from 'node:tls';
-import { http } from './node-http.js';
+import type { TLSSocket } from 'node:tls';
+import { http, net, tls as nodeTls } from '../node-builtins.js';
 import type { KubeConnection, TlsMaterial } from './rest-types.js';
 
 export interface Exchange {
@@ -57,7 +56,7 @@ function sameTls(a: TlsMaterial, b: TlsMaterial): boolean {
 
 function tlsOptions(url: URL, t: TlsMaterial) {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const servername = t.serverName ?? (isIP(host) ? undefined : host);
+  const servername = t.serverName ?? (net.isIP(host) ? undefined : host);
   return {
     host,
     port: Number(url.port || 443),
@@ -370,7 +369,7 @@ export class Transport {
 
   async #open(tls: TlsMaterial): Promise<Session | undefined> {
     const socket = await new Promise<TLSSocket>((resolve, reject) => {
-      const sock = tlsConnect({ ...tlsOptions(this.#url, tls), ALPNProtocols: ['h2', 'http/1.1'] });
+      const sock = nodeTls.connect({ ...tlsOptions(this.#url, tls), ALPNProtocols: ['h2', 'http/1.1'] });
       sock.once('secureConnect', () => resolve(sock));
       sock.once('error', reject);
     });

@@ -1,12 +1,12 @@
 // The daemons' modules leave `node:http`'s lazy web APIs unread: on Node 22 and later an ES
 // module import of `node:http` loads the bundled undici (about 9 MiB resident) for its
-// WebSocket, CloseEvent and MessageEvent exports, which no daemon uses (ts/kube/node-http.ts).
+// WebSocket, CloseEvent and MessageEvent exports, which no daemon uses (ts/node-builtins.ts).
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeBinary } from '../support/node-binary.js';
+import { nodeBinary } from './support/node-binary.js';
 
-const dist = join(import.meta.dirname, '..', '..', 'dist');
+const dist = join(import.meta.dirname, '..', 'dist');
 
 /** Whether importing `what` in a fresh Node 24 process loads undici. */
 function loadsUndici(what: string): boolean {
