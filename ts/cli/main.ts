@@ -1,7 +1,12 @@
 #!/usr/bin/env node
-// The conntrack group (the reconciler daemon among it) loads its own modules alone.
+// Each daemon's command loads its own modules alone; every other command loads the whole CLI.
+const daemon = process.argv[2];
 const { main } =
-  process.argv[2] === 'conntrack' ? await import('./main-conntrack.js') : await import('./program.js');
+  daemon === 'conntrack'
+    ? await import('./main-conntrack.js')
+    : daemon === 'servicecidr-controller'
+      ? await import('./main-servicecidr-controller.js')
+      : await import('./program.js');
 
 main(process.argv).then((code) => {
   process.exitCode = code;
