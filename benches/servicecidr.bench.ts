@@ -3,7 +3,7 @@
 // upstream Go's pkg/api/servicecidr.ContainsAddress over an informer lister. Plus the
 // controller end to end against upstream kube-controller-manager on one real kube-apiserver:
 // 1,000 ServiceCIDRs made Ready, then deleted; time, API requests and RSS of each.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,12 +165,26 @@ function rssMiB(pid: number): { peak: number; now: number } {
   return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 };
 }
 
+/** CPU seconds (user + system) a process has used so far; NaN once it is gone. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 interface ControllerRun {
   peer: string;
   readyMs: number;
   deleteMs: number;
   requests: ReturnType<typeof requestsIn>;
   rss: { peak: number; now: number };
+  /** CPU seconds over the run: the controller's own, and the API server's plus etcd's. */
+  cpu: { controller: number; server: number };
 }
 
 /**
@@ -228,6 +242,8 @@ async function controllerRun(
       ),
     );
   }
+  const serverCpu = () => cpuSeconds(api.pids().apiserver) + cpuSeconds(api.pids().etcd);
+  const server0 = serverCpu();
   const from = Date.now();
   const t0 = performance.now();
   const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -242,6 +258,10 @@ async function controllerRun(
       exited.then(() => Promise.reject(new Error(`${peer} exited early: ${stderr}`))),
     ]);
     const readyMs = performance.now() - t0;
+    // The API server keeps deletionTimestamp to the second, and both controllers count the grace
+    // period from it: start the deletes just past a wall-clock second, so that truncation (up to
+    // 1 s of the measured time) is the same for every run instead of noise between them.
+    await new Promise((r) => setTimeout(r, 1050 - (Date.now() % 1000)));
     const t1 = performance.now();
     for (let i = 0; i < n; i += 50) {
       await Promise.all(names.slice(i, i + 50).map((name) => net.deleteServiceCIDR({ name })));
@@ -249,6 +269,7 @@ async function controllerRun(
     await until(() => gone.size === n, 'all deleted');
     const deleteMs = performance.now() - t1;
     const rss = rssMiB(child.pid as number);
+    const cpu = { controller: cpuSeconds(child.pid), server: serverCpu() - server0 };
     child.kill('SIGTERM');
     await exited;
     const to = Date.now();
@@ -260,9 +281,9 @@ async function controllerRun(
       (e) => e.verb === 'delete' && e.objectRef?.resource === 'servicecidrs',
     );
     ctx.log(
-      `  e2e ${peer}: Ready ${readyMs.toFixed(0)} ms, deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, peak RSS ${rss.peak.toFixed(1)} MiB`,
+      `  e2e ${peer}: Ready ${readyMs.toFixed(0)} ms, deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, peak RSS ${rss.peak.toFixed(1)} MiB, CPU ${cpu.controller.toFixed(2)} s (API server and etcd ${cpu.server.toFixed(2)} s)`,
     );
-    return { peer, readyMs, deleteMs, requests, rss };
+    return { peer, readyMs, deleteMs, requests, rss, cpu };
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     w.abort();
@@ -297,6 +318,13 @@ function loadersWanted(): number {
 // default 20 QPS, burst 30, both spend ~100 s on 2,000 writes and the table would measure the
 // limiter, not the controllers.
 const RAISED = ['--kube-api-qps=1000', '--kube-api-burst=1000'];
+
+/** `node --version` of binary `node`. */
+function nodeVersion(node: string): string {
+  return node === process.execPath
+    ? process.version
+    : execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+}
 
 /** The controller's V8 flags as the chart deploys it (`controller.nodeOptions` of charts/kubenode/values.yaml). */
 function chartNodeOptions(): string[] {
@@ -351,6 +379,8 @@ function modeTable(m: ModeResult, rounds: number): string {
       req: median(xs.map((x) => x.requests.total)),
       rss: median(xs.map((x) => x.rss.peak)),
       rssMax: Math.max(...xs.map((x) => x.rss.peak)),
+      cpu: median(xs.map((x) => x.cpu.controller)),
+      serverCpu: median(xs.map((x) => x.cpu.server)),
     };
   };
   const k = row('kubenode');
@@ -363,11 +393,11 @@ function modeTable(m: ModeResult, rounds: number): string {
   return [
     `**${m.loaders ? `Loaded: ${m.loaders} busy processes (\`yes > /dev/null\`) beside the run` : 'Quiet: no load generator'}** (1-minute load average ${m.load[0].toFixed(2)} before, ${m.load[1].toFixed(2)} after)`,
     '',
-    '| controller | all finalized and Ready | all deleted (10 s grace) | API requests | peak RSS (median, max) |',
-    '|---|---:|---:|---:|---:|',
-    `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB, ${k.rssMax.toFixed(1)} MiB |`,
-    `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB, ${g.rssMax.toFixed(1)} MiB |`,
-    `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} |`,
+    '| controller | all finalized and Ready | all deleted (10 s grace) | API requests | peak RSS (median, max) | controller CPU | API server + etcd CPU |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB, ${k.rssMax.toFixed(1)} MiB | ${k.cpu.toFixed(2)} s | ${k.serverCpu.toFixed(2)} s |`,
+    `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB, ${g.rssMax.toFixed(1)} MiB | ${g.cpu.toFixed(2)} s | ${g.serverCpu.toFixed(2)} s |`,
+    `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} | ${fmtRatio(g.cpu / k.cpu)} | ${fmtRatio(g.serverCpu / k.serverCpu)} |`,
     '',
     `Rounds (${rounds}) — to Ready, kubenode: ${spread('kubenode', (x) => x.readyMs)} s; upstream: ${spread('go-upstream', (x) => x.readyMs)} s. ` +
       `To deleted, kubenode: ${spread('kubenode', (x) => x.deleteMs)} s; upstream: ${spread('go-upstream', (x) => x.deleteMs)} s.`,
@@ -376,9 +406,12 @@ function modeTable(m: ModeResult, rounds: number): string {
 
 async function endToEnd(ctx: BenchContext): Promise<string> {
   const n = ctx.quick ? 100 : 1000;
-  const rounds = ctx.quick ? 1 : 3;
+  const rounds = Number(process.env.KUBENODE_BENCH_ROUNDS) || (ctx.quick ? 1 : 5);
   const loaders = loadersWanted();
-  const nodeFlags = chartNodeOptions();
+  // The image's Node is 24; KUBENODE_BENCH_NODE runs the controller on another binary than the bench's.
+  const node = process.env.KUBENODE_BENCH_NODE || process.execPath;
+  const nodeFlags =
+    process.env.KUBENODE_BENCH_NODE_FLAGS?.split(/\s+/).filter((f) => f !== '') ?? chartNodeOptions();
   const kcm = goPeerBinary('kube-controller-manager');
   const dir = mkdtempSync(join(tmpdir(), 'kubenode-bench-scc-'));
   const policy = join(dir, 'audit-policy.yaml');
@@ -390,7 +423,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
   try {
     const commands: Record<string, string[]> = {
       kubenode: [
-        process.execPath,
+        node,
         ...nodeFlags,
         join(repoRoot, 'dist', 'cli', 'main.js'),
         'servicecidr-controller',
@@ -426,13 +459,15 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
         .join('\n\n')
         .split('\n'),
       '',
-      `Medians of ${rounds} rounds per controller (order alternating), ${n} ServiceCIDRs each round, one kube-apiserver`,
+      `Medians of ${rounds} rounds per controller (order alternating; \`KUBENODE_BENCH_ROUNDS\` for another count), ${n} ServiceCIDRs each round, one kube-apiserver`,
       `${peers.kubernetes} + etcd ${peers.etcd} on loopback shared by both, both with \`${RAISED.join(' ')}\` (at the`,
       'default 20 QPS, burst 30, 2,000 writes take both ~100 s: the limiter, not the controller). Each controller',
-      `runs as its own process with 5 workers, kubenode's with the chart's V8 flags (\`${nodeFlags.join(' ')}\`);`,
-      'its time starts at process spawn (start-up and initial watch included) and ends at the last watch event',
-      'showing the finalizer and Ready=True (resp. the last DELETED',
-      "event, timed from the first delete). Requests are the API server's audit events (one per audit ID) between",
+      `runs as its own process with 5 workers, kubenode's on Node ${nodeVersion(node)} with ${process.env.KUBENODE_BENCH_NODE_FLAGS === undefined ? "the chart's V8 flags" : 'the V8 flags of KUBENODE_BENCH_NODE_FLAGS'} (\`${nodeFlags.join(' ')}\`;`,
+      '`KUBENODE_BENCH_NODE` and `KUBENODE_BENCH_NODE_FLAGS` choose others); CPU is user + system time from /proc, the',
+      "API server's and etcd's over the same window. A controller's time starts at process spawn (start-up and",
+      'initial watch included) and ends at the last watch event showing the finalizer and Ready=True (resp. the last',
+      'DELETED event, timed from the first delete; the deletes start 50 ms past a wall-clock second, because the',
+      "grace period counts from a deletionTimestamp kept to the second). Requests are the API server's audit events (one per audit ID) between",
       "spawn and exit, less the clients' deletes; RSS is VmHWM from /proc before the controller is stopped. The",
       'loaded run keeps the busy processes going for all its rounds; set `KUBENODE_BENCH_LOAD=<n>` for another',
       'count, 0 for the quiet run alone.',

@@ -56,6 +56,8 @@ export interface ApiServer {
   restart(): Promise<void>;
   /** Kills kube-apiserver without restarting it (for outage tests); `restart()` brings it back. */
   kill(): Promise<void>;
+  /** Process IDs of the running kube-apiserver and etcd (for CPU accounting in benches). */
+  pids(): { apiserver?: number; etcd?: number };
 }
 
 /** Builds or reuses the binaries of `release` (default: the reference one); returns their paths. */
@@ -352,6 +354,7 @@ async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer>
     dir,
     stop,
     kill: () => killChild(apiserver),
+    pids: () => ({ apiserver: apiserver?.pid, etcd: etcd?.pid }),
     restart: async () => {
       await killChild(apiserver);
       await startApi();
