@@ -252,7 +252,7 @@ describe('deploy/', () => {
     expect(cc?.command).toEqual([
       'node',
       '--max-semi-space-size=1',
-      '--optimize-for-size',
+      '--max-opt=1',
       '/opt/kubenode/node_modules/kubenode/dist/cli/main.js',
     ]);
     expect(cc?.env?.some((e) => e.name === 'NODE_OPTIONS')).toBe(false);
