@@ -253,6 +253,7 @@ describe('deploy/', () => {
       'node',
       '--max-semi-space-size=1',
       '--max-opt=1',
+      '--optimize-for-size',
       '/opt/kubenode/node_modules/kubenode/dist/cli/main.js',
     ]);
     expect(cc?.env?.some((e) => e.name === 'NODE_OPTIONS')).toBe(false);
