@@ -7,7 +7,6 @@
 //! failing; the socket keeps working and the caller resyncs with a dump.
 
 use std::io;
-use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +20,7 @@ use crate::filter::FlowFilter;
 use crate::flow::Family;
 use crate::group_membership::GroupMembership;
 use crate::netns_open::open_in;
-use crate::socket::{bind_groups, netfilter_socket, setopt, RECV_BUF};
+use crate::socket::{bind_groups, netfilter_socket, setopt, sol_socket_int, RECV_BUF};
 
 /// `NFNLGRP_CONNTRACK_*` as `nl_groups` bits (group n is bit n-1).
 const GROUP_NEW: u32 = 1 << 0;
@@ -251,19 +250,7 @@ impl EventSocket {
 
     /// The receive buffer the kernel granted (twice the requested size).
     pub fn rcvbuf(&self) -> Option<usize> {
-        let mut v: i32 = 0;
-        let mut len = size_of::<i32>() as libc::socklen_t;
-        // SAFETY: `v` and `len` are valid out-pointers of the right size.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&mut v as *mut i32).cast(),
-                &mut len,
-            )
-        };
-        (r == 0).then(|| usize::try_from(v).ok()).flatten()
+        sol_socket_int(self.fd.as_raw_fd(), libc::SO_RCVBUF).and_then(|v| usize::try_from(v).ok())
     }
 
     /// A handle that makes a blocked read return from another thread.

@@ -11,6 +11,23 @@ use crate::fault::Faults;
 
 /// Receive buffer size: at least the kernel's 32 KiB dump skb, with room to spare.
 pub const RECV_BUF: usize = 64 * 1024;
+/// An integer `SOL_SOCKET` option of `fd` (`SO_RCVBUF`, `SO_SNDBUF`); None if the call fails.
+pub(crate) fn sol_socket_int(fd: RawFd, name: i32) -> Option<i32> {
+    let mut v: i32 = 0;
+    let mut len = size_of::<i32>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid out-pointers of the right size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            name,
+            (&mut v as *mut i32).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v)
+}
+
 /// The error of a failed [`NlSocket::recv`] that ends a request: a datagram that did not fit
 /// the receive buffer is [`Error::Truncated`], anything else an I/O error of `op`.
 pub(crate) fn recv_failure(op: &'static str, e: io::Error) -> Error {
@@ -124,19 +141,9 @@ impl NlSocket {
     }
 
     fn getopt(&self, name: i32) -> Option<usize> {
-        let mut v: i32 = 0;
-        let mut len = size_of::<i32>() as libc::socklen_t;
-        // SAFETY: `v` and `len` are valid out-pointers of the right size.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                name,
-                (&mut v as *mut i32).cast(),
-                &mut len,
-            )
-        };
-        (r == 0 && v > 0).then_some(v as usize)
+        sol_socket_int(self.fd.as_raw_fd(), name)
+            .filter(|&v| v > 0)
+            .map(|v| v as usize)
     }
 
     /// Bytes one `sendmsg` may carry. The kernel doubles the requested buffer for its
