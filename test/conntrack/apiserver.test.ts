@@ -15,7 +15,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conntrack } from '../../ts/index.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
-import { type CtEntry, netnsExists, TestNetns } from './netns.js';
+import { type CtEntry, TestNetns, teardown } from './netns.js';
 
 const NS = 'default';
 // From the fixture's --service-cluster-ip-range 10.96.0.0/28 (10.96.0.1 is `kubernetes`).
@@ -142,9 +142,7 @@ afterAll(async () => {
   try {
     await api?.stop();
   } finally {
-    const name = ns?.name;
-    ns?.destroy();
-    if (name) expect(netnsExists(name)).toBe(false);
+    teardown(ns, undefined);
   }
 });
 

@@ -3,7 +3,7 @@
 // `conntrack -I`; `conntrack -L` is the reference for what delete and flush leave.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conntrack, KubenodeRangeError, KubenodeTypeError } from '../../ts/index.js';
-import { netnsExists, TestNetns } from './netns.js';
+import { TestNetns, teardown } from './netns.js';
 
 const VIP = '10.96.0.10';
 // Source port → endpoint; 40002 is marked, 40003 labelled (bit 5), 40004 in zone 7.
@@ -86,9 +86,7 @@ table ip kn {
 
 afterAll(() => {
   ct?.close();
-  const name = ns?.name;
-  ns?.destroy();
-  if (name) expect(netnsExists(name)).toBe(false);
+  teardown(ns, undefined);
 });
 
 describe('list by filter', () => {

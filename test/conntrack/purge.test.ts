@@ -6,7 +6,7 @@ import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice } from '@kubernetes/cli
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { conntrack } from '../../ts/index.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
-import { netnsExists, TestNetns } from './netns.js';
+import { TestNetns, teardown } from './netns.js';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 180_000 });
 
@@ -140,9 +140,7 @@ afterAll(async () => {
   try {
     await api?.stop();
   } finally {
-    const name = ns?.name;
-    ns?.destroy();
-    if (name) expect(netnsExists(name)).toBe(false);
+    teardown(ns, undefined);
   }
 });
 

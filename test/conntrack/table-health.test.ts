@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEntries } from '../../ts/conntrack/testing.js';
 import { conntrack } from '../../ts/index.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
-import { netnsExists, TestNetns } from './netns.js';
+import { TestNetns, teardown } from './netns.js';
 
 const VIP = '10.96.0.10';
 const BACKEND = '10.244.0.5';
@@ -132,9 +132,7 @@ afterAll(async () => {
   try {
     await api?.stop();
   } finally {
-    const name = ns?.name;
-    ns?.destroy();
-    if (name) expect(netnsExists(name)).toBe(false);
+    teardown(ns, undefined);
   }
 });
 

@@ -26,7 +26,7 @@ import {
   type V1PolicyRule,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { netnsExists, TestNetns } from '../conntrack/netns.js';
+import { TestNetns, teardown } from '../conntrack/netns.js';
 import {
   createCIDR,
   createIP,
@@ -523,9 +523,7 @@ describe('conntrack reconcile under its deploy/ role', () => {
   });
 
   afterAll(() => {
-    const name = ns?.name;
-    ns?.destroy();
-    if (name) expect(netnsExists(name)).toBe(false);
+    teardown(ns, undefined);
   });
 
   const reconcilerArgs = (kubeconfig: string, dryRun = false) => [
