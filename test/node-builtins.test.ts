@@ -30,7 +30,8 @@ describe('node:http without undici', () => {
 
   it.each([
     ['the conntrack group (the reconciler)', 'cli/main-conntrack.js'],
-    ['the whole CLI (the ServiceCIDRs controller)', 'cli/program.js'],
+    ['the ServiceCIDRs controller', 'cli/main-servicecidr-controller.js'],
+    ['the whole CLI', 'cli/program.js'],
     ['the health and metrics listeners', 'kube/health.js'],
     ['the API transport', 'kube/rest.js'],
   ])('%s loads no undici', (_name, file) => {

@@ -4,13 +4,25 @@
 // imports (so `kubenode doctor` can say "binding: missing") and each call into the core throws a
 // KubenodeError with code ERR_KUBENODE_BINDING_MISSING.
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as Binding from './binding.js';
 import { KubenodeError } from './errors.js';
+import { fs } from './node-builtins.js';
 
 const require = createRequire(import.meta.url);
-// ts/native.ts and dist/native.js are both one level below the package root.
-export const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+
+/** The nearest directory above this module that holds a package.json. */
+function findPackageRoot(): string {
+  // Searched, not fixed: this module runs as ts/native.ts, dist/native.js and inside the
+  // daemons' bundles in dist/cli/ (scripts/bundle-daemons.mjs), each at its own depth.
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (let dir = here; ; dir = dirname(dir)) {
+    if (fs.existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return dirname(here);
+  }
+}
+export const packageRoot = findPackageRoot();
 
 interface NodeGypBuild {
   (dir: string): unknown;
