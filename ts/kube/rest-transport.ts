@@ -32,6 +32,12 @@ export interface Answer {
   body: Buffer;
 }
 
+// Flow-control windows as client-go sets them (x/net/http2 Transport: 4 MiB per stream, 1 GiB
+// per connection). With HTTP/2's 64 KiB defaults the API server stalls on every 64 KiB of a
+// watch until the client's WINDOW_UPDATE arrives, which costs it CPU when the client is slow to
+// read. The data is still read as it arrives, so the windows hold nothing in memory.
+const STREAM_WINDOW = 4 << 20;
+const CONNECTION_WINDOW = 1 << 30;
 const PING_EVERY_MS = 30_000;
 const PING_TIMEOUT_MS = 15_000;
 /** Longest error body kept (a Status is a few hundred bytes). */
@@ -380,7 +386,11 @@ export class Transport {
     }
     this.sessionsOpened++;
     this.protocol = 'h2';
-    const h2s = h2connect(this.#url.origin, { createConnection: () => socket });
+    const h2s = h2connect(this.#url.origin, {
+      createConnection: () => socket,
+      settings: { initialWindowSize: STREAM_WINDOW },
+    });
+    h2s.once('connect', () => h2s.setLocalWindowSize(CONNECTION_WINDOW));
     const session: Session = { h2: h2s, tls, open: 0, ping: undefined as unknown as NodeJS.Timeout };
     session.ping = setInterval(() => this.#ping(session), PING_EVERY_MS);
     session.ping.unref();
