@@ -160,17 +160,28 @@ fn killing_the_caller_mid_check_leaves_no_child_and_no_lock() {
                 panic!("round {round}: helper ended before it held the lock: {err}");
             }
         }
-        // Kill the helper while one of its checks has a child.
-        let deadline = Instant::now() + Duration::from_secs(10);
+        // Kill the helper while one of its checks has a child. Each child lives for a moment
+        // only, so a loaded machine may take a while to show one: the wait is long, and a
+        // helper that ended instead says why.
+        let deadline = Instant::now() + Duration::from_secs(60);
         let caught = loop {
             let kids = children(helper.0.id());
             if !kids.is_empty() {
                 helper.0.kill().unwrap();
                 break kids;
             }
+            if let Ok(Some(status)) = helper.0.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = helper.0.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!(
+                    "round {round}: helper ended ({status}) before a check child was seen: {err}"
+                );
+            }
             assert!(
                 Instant::now() < deadline,
-                "round {round}: no check child seen"
+                "round {round}: no check child seen in 60 s"
             );
         };
         helper.0.wait().unwrap();
