@@ -19,7 +19,7 @@ import {
 import { parseLabelSelector } from '../sysctl/render/selector.js';
 import type { ValidationAction } from '../sysctl/render/validation-actions.js';
 import { MAX_OBJECT_BYTES, readInput } from './input.js';
-import { CliExit, out, outputFormat, printJson, printStructured, badInput as usage } from './output.js';
+import { CliExit, err, out, outputFormat, printJson, printStructured, badInput as usage } from './output.js';
 
 function format(o: { output?: string }): 'yaml' | 'json' {
   const f = o.output ?? 'yaml';
@@ -167,6 +167,12 @@ export function registerSysctlPolicy(sysctl: Command): void {
         else refused.push(x);
       };
       const summary = await auditSysctlPolicy(kc, file, { chunkSize, onFinding });
+      if (summary.inconsistentResumes > 0)
+        err(
+          `warning: a continue token expired during the audit (${summary.inconsistentResumes}×); ` +
+            'the API server continued the list at its newest revision, so objects listed after that ' +
+            'may be newer than those before\n',
+        );
       if (f !== 'text') printStructured(f, { policy: file.name, scanned: summary.scanned, refused });
       else out(`${summary.refused} of ${summary.scanned} objects refused by policy ${file.name}\n`);
       if (summary.refused > 0) throw new CliExit(1);

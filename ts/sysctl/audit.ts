@@ -4,7 +4,7 @@
 // kind is read in pages (`limit` + `continue`), one page in memory at a time.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { assertInteger, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
-import { describeError } from '../kube/api-error.js';
+import { apiCode, describeError } from '../kube/api-error.js';
 import { withUserAgent } from '../kube/client.js';
 import { clientNode } from '../peers.js';
 import type { SysctlPolicyFile } from './policy-file.js';
@@ -50,6 +50,12 @@ export interface AuditSummary {
   refused: number;
   /** LIST requests made (pages). */
   pages: number;
+  /**
+   * Times a continue token expired in the middle of a LIST (the API server compacted its
+   * history, by default every 5 minutes) and the LIST went on from the token the API server
+   * offered in its answer: objects listed after that may be newer than those before.
+   */
+  inconsistentResumes: number;
 }
 
 interface Page {
@@ -97,22 +103,58 @@ function sources(kc: KubeConfig): Array<[AuditedKind, Lister, SpecOf]> {
   ];
 }
 
-/** Every item of a paged LIST, one page held at a time. */
+/**
+ * The continue token of a 410 Expired answer to a LIST with an expired continue token: the API
+ * server offers one that goes on from the same key at its newest revision.
+ */
+function freshContinue(e: unknown): string | undefined {
+  if (apiCode(e) !== 410) return undefined;
+  let body = (e as { body?: unknown }).body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  // client-node names ListMeta's `continue` `_continue` when it decodes a Status.
+  const meta = (body as { metadata?: { continue?: unknown; _continue?: unknown } } | null)?.metadata;
+  const token = meta?.continue ?? meta?._continue;
+  return typeof token === 'string' && token !== '' ? token : undefined;
+}
+
+/**
+ * Every item of a paged LIST, one page held at a time. A continue token that expired mid-way is
+ * replaced by the one the API server offers (`resumed` counts it): a LIST from the start would
+ * report the objects already seen twice, and client-go's fallback, one LIST without a limit,
+ * would hold the whole kind in memory.
+ */
 async function* paged(
   what: string,
   list: Lister,
   limit: number,
   count: () => void,
+  resumed: () => void,
 ): AsyncGenerator<Page['items'][number]> {
   let cont: string | undefined;
+  // A fresh token that expires too, before any page, ends the LIST: no loop without progress.
+  let justResumed = false;
   do {
     let page: Page;
     try {
       page = await list(cont === undefined ? { limit } : { limit, _continue: cont });
     } catch (e) {
+      const fresh = cont === undefined || justResumed ? undefined : freshContinue(e);
+      if (fresh !== undefined) {
+        resumed();
+        justResumed = true;
+        cont = fresh;
+        continue;
+      }
       throw new KubenodeError('ERR_KUBENODE_IO', `cannot list ${what}: ${describeError(e)}`, { cause: e });
     }
     count();
+    justResumed = false;
     yield* page.items;
     cont = page.metadata?._continue || undefined;
   } while (cont !== undefined);
@@ -138,22 +180,25 @@ export async function auditSysctlPolicy(
   const kc = kubeConfig as KubeConfig;
   const limit = assertInteger('chunkSize', options.chunkSize ?? DEFAULT_CHUNK_SIZE, 1);
   const view = withUserAgent(kc, 'kubenode-sysctl-audit');
-  const summary: AuditSummary = { scanned: 0, refused: 0, pages: 0 };
+  const summary: AuditSummary = { scanned: 0, refused: 0, pages: 0, inconsistentResumes: 0 };
   const count = () => {
     summary.pages++;
+  };
+  const resumed = () => {
+    summary.inconsistentResumes++;
   };
   const selector = file.spec.namespaceSelector;
   let selected: Set<string> | null = null;
   if (selector !== undefined) {
     const core = view.makeApiClient(clientNode().CoreV1Api);
     selected = new Set();
-    for await (const ns of paged('namespaces', (q) => core.listNamespace(q), limit, count)) {
+    for await (const ns of paged('namespaces', (q) => core.listNamespace(q), limit, count, resumed)) {
       if (selectorMatches(selector, ns.metadata?.labels)) selected.add(ns.metadata?.name ?? '');
     }
   }
   const chain = file.admitChain();
   for (const [kind, list, specOf] of sources(view)) {
-    for await (const o of paged(kind, list, limit, count)) {
+    for await (const o of paged(kind, list, limit, count, resumed)) {
       const namespace = o.metadata?.namespace ?? '';
       if (selected !== null && !selected.has(namespace)) continue;
       summary.scanned++;
