@@ -67,7 +67,8 @@ describe('daemon entries as built', () => {
     const files = loaded.filter((u) => u.startsWith('file:') && u !== pathToFileURL(file).href);
     // Only packages loaded on first use through require() (node-gyp-build) may follow.
     expect(files.filter((u) => !u.includes('/node_modules/node-gyp-build/'))).toEqual([]);
-    expect(loaded.some((u) => u.startsWith('node:'))).toBe(true);
+    // The hook saw require(): ts/node-builtins.ts takes node:http with it, and nothing imports it.
+    expect(loaded).toContain('node:http');
   });
 
   it('the whole program is still loaded module by module (the check sees separate files)', () => {

@@ -173,7 +173,13 @@ export function registerSysctlPolicy(sysctl: Command): void {
             'the API server continued the list at its newest revision, so objects listed after that ' +
             'may be newer than those before\n',
         );
-      if (f !== 'text') printStructured(f, { policy: file.name, scanned: summary.scanned, refused });
+      if (f !== 'text')
+        printStructured(f, {
+          policy: file.name,
+          scanned: summary.scanned,
+          refused,
+          inconsistentResumes: summary.inconsistentResumes,
+        });
       else out(`${summary.refused} of ${summary.scanned} objects refused by policy ${file.name}\n`);
       if (summary.refused > 0) throw new CliExit(1);
     });

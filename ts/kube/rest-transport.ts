@@ -13,6 +13,7 @@ import {
   type IncomingHttpHeaders,
 } from 'node:http2';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { StringDecoder } from 'node:string_decoder';
 import type { TLSSocket } from 'node:tls';
 import { http, net, tls as nodeTls } from '../node-builtins.js';
 import type { KubeConnection, TlsMaterial } from './rest-types.js';
@@ -33,9 +34,9 @@ export interface Answer {
 }
 
 // Flow-control windows as client-go sets them (x/net/http2 Transport: 4 MiB per stream, 1 GiB
-// per connection). With HTTP/2's 64 KiB defaults the API server stalls on every 64 KiB of a
-// watch until the client's WINDOW_UPDATE arrives, which costs it CPU when the client is slow to
-// read. The data is still read as it arrives, so the windows hold nothing in memory.
+// per connection). With HTTP/2's 64 KiB defaults the API server waits for the client's
+// WINDOW_UPDATE every 64 KiB of a watch. The data is still read as it arrives, so the windows
+// hold nothing in memory.
 const STREAM_WINDOW = 4 << 20;
 const CONNECTION_WINDOW = 1 << 30;
 const PING_EVERY_MS = 30_000;
@@ -146,6 +147,8 @@ export class Transport {
     return new Promise((resolve, reject) => {
       let status = 0;
       let rest = '';
+      // A chunk may end inside a multi-byte character; the decoder keeps its first bytes.
+      const utf8 = new StringDecoder('utf8');
       const errorBody: Buffer[] = [];
       let size = 0;
       const controller = new AbortController();
@@ -169,7 +172,7 @@ export class Transport {
               size += c.length;
               return;
             }
-            rest += c.toString('utf8');
+            rest += utf8.write(c);
             let nl = rest.indexOf('\n');
             while (nl >= 0) {
               const line = rest.slice(0, nl).trim();
@@ -390,7 +393,10 @@ export class Transport {
       createConnection: () => socket,
       settings: { initialWindowSize: STREAM_WINDOW },
     });
-    h2s.once('connect', () => h2s.setLocalWindowSize(CONNECTION_WINDOW));
+    // The socket is connected, so the session's handle exists now: the window goes out before
+    // the first request's HEADERS (its 'connect' event would come after them).
+    if (h2s.connecting) h2s.once('connect', () => h2s.setLocalWindowSize(CONNECTION_WINDOW));
+    else h2s.setLocalWindowSize(CONNECTION_WINDOW);
     const session: Session = { h2: h2s, tls, open: 0, ping: undefined as unknown as NodeJS.Timeout };
     session.ping = setInterval(() => this.#ping(session), PING_EVERY_MS);
     session.ping.unref();

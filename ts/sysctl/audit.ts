@@ -117,7 +117,8 @@ function freshContinue(e: unknown): string | undefined {
       return undefined;
     }
   }
-  // client-node names ListMeta's `continue` `_continue` when it decodes a Status.
+  // client-node 1.x hands a 410's Status over as its JSON text (`continue`); a decoded
+  // V1Status would name the field `_continue`.
   const meta = (body as { metadata?: { continue?: unknown; _continue?: unknown } } | null)?.metadata;
   const token = meta?.continue ?? meta?._continue;
   return typeof token === 'string' && token !== '' ? token : undefined;
