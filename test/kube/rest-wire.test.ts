@@ -53,12 +53,13 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
+/** The transport to the local server, trusting its certificate, with no credentials. */
+const client = () =>
+  restClient({ server: url, tls: { ca }, credentials: async () => ({}), user: 'test' }, 'kubenode-wire-test');
+
 describe('HTTP/2 flow control', () => {
   it('advertises client-go windows, and the server writes a 1 MiB answer without stalling', async () => {
-    const rest = restClient(
-      { server: url, tls: { ca }, credentials: async () => ({}), user: 'test' },
-      'kubenode-flow-test',
-    );
+    const rest = client();
     try {
       const answer = await rest.request<{ data: string }>({ path: '/api/v1/blobs/one' });
       expect(answer.data.length).toBe(BODY_BYTES);
@@ -77,10 +78,7 @@ describe('HTTP/2 flow control', () => {
 
 describe('watch lines', () => {
   it('a character split across DATA frames arrives whole', async () => {
-    const rest = restClient(
-      { server: url, tls: { ca }, credentials: async () => ({}), user: 'test' },
-      'kubenode-wire-test',
-    );
+    const rest = client();
     try {
       const names: string[] = [];
       await rest.watch<{ metadata: { name: string } }>('/api/v1/configmaps', {}, (e) =>
