@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Each daemon's entry in dist/cli/ rewritten as one file holding its modules and commander's:
 // a long-running process then keeps one module record and one whitespace-free source instead of
-// ~60 of each, which leaves the reconciler about 1.2 MiB smaller at rest on Node 24 and starts
+// 67 of each (the reconciler's), which leaves the reconciler about 1.2 MiB smaller at rest on Node 24 and starts
 // it sooner (BENCHMARKS.md, "fleet: the daemons as one file each"). The bundle stays
 // at the entry's own path, so its relative lookups (package.json, build-info.json) still
 // resolve. Packages loaded at run time through createRequire (node-gyp-build, prom-client,
