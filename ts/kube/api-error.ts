@@ -16,20 +16,36 @@ export function describeError(e: unknown): string {
   return redactCredentials(describeRaw(e));
 }
 
+/**
+ * The Status an API error carries, as an object: client-node 1.x hands it over as its JSON text,
+ * the lean transport's KubeApiError already decoded. Undefined when there is none or the text is
+ * not a JSON object (a proxy's page, say).
+ */
+export function apiErrorBody(e: unknown): Record<string, unknown> | undefined {
+  let body = (e as { body?: unknown })?.body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  return body && typeof body === 'object' && !Array.isArray(body)
+    ? (body as Record<string, unknown>)
+    : undefined;
+}
+
 function describeRaw(e: unknown): string {
   const code = apiCode(e);
-  const body = (e as { body?: unknown })?.body;
   if (code !== undefined) {
-    let msg = '';
-    if (typeof body === 'string') {
-      try {
-        msg = (JSON.parse(body) as { message?: string }).message ?? body;
-      } catch {
-        msg = body;
-      }
-    } else if (body && typeof body === 'object') {
-      msg = String((body as { message?: unknown }).message ?? '');
-    }
+    const body = (e as { body?: unknown })?.body;
+    const status = apiErrorBody(e);
+    const msg =
+      status !== undefined
+        ? String(status.message ?? (typeof body === 'string' ? body : ''))
+        : typeof body === 'string'
+          ? body
+          : '';
     return `HTTP ${code}${msg ? `: ${msg}` : ''}`;
   }
   return e instanceof Error ? e.message : String(e);

@@ -4,7 +4,7 @@
 // kind is read in pages (`limit` + `continue`), one page in memory at a time.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { assertInteger, describe, KubenodeError, KubenodeTypeError } from '../errors.js';
-import { apiCode, describeError } from '../kube/api-error.js';
+import { apiCode, apiErrorBody, describeError } from '../kube/api-error.js';
 import { withUserAgent } from '../kube/client.js';
 import { clientNode } from '../peers.js';
 import type { SysctlPolicyFile } from './policy-file.js';
@@ -109,24 +109,16 @@ function sources(kc: KubeConfig): Array<[AuditedKind, Lister, SpecOf]> {
  */
 function freshContinue(e: unknown): string | undefined {
   if (apiCode(e) !== 410) return undefined;
-  let body = (e as { body?: unknown }).body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      return undefined;
-    }
-  }
   // client-node 1.x hands a 410's Status over as its JSON text (`continue`); a decoded
   // V1Status would name the field `_continue`.
-  const meta = (body as { metadata?: { continue?: unknown; _continue?: unknown } } | null)?.metadata;
+  const meta = apiErrorBody(e)?.metadata as { continue?: unknown; _continue?: unknown } | undefined;
   const token = meta?.continue ?? meta?._continue;
   return typeof token === 'string' && token !== '' ? token : undefined;
 }
 
 /**
- * Every item of a paged LIST, one page held at a time. A continue token that expired mid-way is
- * replaced by the one the API server offers (`resumed` counts it): a LIST from the start would
+ * Every item of a paged LIST, one page held at a time, counted in `summary`. A continue token
+ * that expired mid-way is replaced by the one the API server offers: a LIST from the start would
  * report the objects already seen twice, and client-go's fallback, one LIST without a limit,
  * would hold the whole kind in memory.
  */
@@ -134,8 +126,7 @@ async function* paged(
   what: string,
   list: Lister,
   limit: number,
-  count: () => void,
-  resumed: () => void,
+  summary: AuditSummary,
 ): AsyncGenerator<Page['items'][number]> {
   let cont: string | undefined;
   // A fresh token that expires too, before any page, ends the LIST: no loop without progress.
@@ -147,14 +138,14 @@ async function* paged(
     } catch (e) {
       const fresh = cont === undefined || justResumed ? undefined : freshContinue(e);
       if (fresh !== undefined) {
-        resumed();
+        summary.inconsistentResumes++;
         justResumed = true;
         cont = fresh;
         continue;
       }
       throw new KubenodeError('ERR_KUBENODE_IO', `cannot list ${what}: ${describeError(e)}`, { cause: e });
     }
-    count();
+    summary.pages++;
     justResumed = false;
     yield* page.items;
     cont = page.metadata?._continue || undefined;
@@ -182,24 +173,18 @@ export async function auditSysctlPolicy(
   const limit = assertInteger('chunkSize', options.chunkSize ?? DEFAULT_CHUNK_SIZE, 1);
   const view = withUserAgent(kc, 'kubenode-sysctl-audit');
   const summary: AuditSummary = { scanned: 0, refused: 0, pages: 0, inconsistentResumes: 0 };
-  const count = () => {
-    summary.pages++;
-  };
-  const resumed = () => {
-    summary.inconsistentResumes++;
-  };
   const selector = file.spec.namespaceSelector;
   let selected: Set<string> | null = null;
   if (selector !== undefined) {
     const core = view.makeApiClient(clientNode().CoreV1Api);
     selected = new Set();
-    for await (const ns of paged('namespaces', (q) => core.listNamespace(q), limit, count, resumed)) {
+    for await (const ns of paged('namespaces', (q) => core.listNamespace(q), limit, summary)) {
       if (selectorMatches(selector, ns.metadata?.labels)) selected.add(ns.metadata?.name ?? '');
     }
   }
   const chain = file.admitChain();
   for (const [kind, list, specOf] of sources(view)) {
-    for await (const o of paged(kind, list, limit, count, resumed)) {
+    for await (const o of paged(kind, list, limit, summary)) {
       const namespace = o.metadata?.namespace ?? '';
       if (selected !== null && !selected.has(namespace)) continue;
       summary.scanned++;
