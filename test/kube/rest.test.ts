@@ -220,6 +220,34 @@ describe('over HTTP/2', () => {
     });
     expect(cm.metadata.managedFields?.[0]?.manager).toBe('kubenode-ua-check');
   });
+
+  it('a watch event of multi-byte text across many DATA frames arrives whole', async () => {
+    const rest = await client(kubeconfig('token-utf8', { token: api.token }));
+    const path = '/api/v1/namespaces/default/configmaps';
+    const list = await rest.request<{ metadata: { resourceVersion: string } }>({ path });
+    // 3-byte characters over about 20 of the API server's 16 KiB DATA frames: frame edges fall
+    // inside characters.
+    const text = '\u540d\u00e9\u{1f600}'.repeat(40_000);
+    const stop = new AbortController();
+    let seen: string | undefined;
+    const watch = rest.watch<{ metadata: { name: string }; data?: { t?: string } }>(
+      path,
+      { resourceVersion: list.metadata.resourceVersion },
+      (e) => {
+        if (e.object.metadata.name === 'rest-utf8') seen = e.object.data?.t;
+      },
+      stop.signal,
+    );
+    await rest.request({
+      method: 'POST',
+      path,
+      body: { metadata: { name: 'rest-utf8' }, data: { t: text } },
+    });
+    await vi.waitFor(() => expect(seen).toBeDefined(), 20_000);
+    stop.abort();
+    await watch;
+    expect(seen === text).toBe(true);
+  });
 });
 
 describe('410 Gone', () => {
