@@ -8,6 +8,7 @@ import { type HealthOptions, type HealthServer, serveHealth } from '../kube/heal
 import { jsonLogger } from '../kube/log.js';
 import { redactCredentials } from '../kube/redact.js';
 import { promClient } from '../peers.js';
+import { registerProcessMetrics } from '../process-metrics.js';
 import { klogLogger, type Logger } from '../servicecidr/logger.js';
 import { DurationSyntaxError, durationFlagMs } from './duration.js';
 import { CliExit, err } from './output.js';
@@ -144,13 +145,13 @@ export async function startHealth(
 }
 
 /**
- * A daemon's registry: prom-client's process and Node.js metrics (`process_*`, `nodejs_*`) and
- * `kubenode_build_info`, then whatever the daemon adds.
+ * A daemon's registry: client_golang's process series and Node.js's (`process_*`, `nodejs_*`)
+ * and `kubenode_build_info`, then whatever the daemon adds.
  */
 export function daemonRegistry(): Registry {
-  const { Gauge, Registry, collectDefaultMetrics } = promClient();
+  const { Gauge, Registry } = promClient();
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  registerProcessMetrics(registry);
   const info = versionInfo();
   new Gauge({
     name: 'kubenode_build_info',
