@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubenodeError } from '../ts/errors.js';
-import { loadPeer, peerSpec } from '../ts/peers.js';
+import { loadPeer, peerSpec, promClient } from '../ts/peers.js';
 
 const CN = '@kubernetes/client-node';
 let dir: string;
@@ -54,5 +54,14 @@ describe('peer dependencies', () => {
     expect(() => loadPeer('prom-client', 'recording metrics', req, 'v24.11.0')).toThrow(
       /^recording metrics needs the peer dependency prom-client; install it next to kubenode: npm install prom-client@\^15 \(Cannot find module 'prom-client'/,
     );
+  });
+
+  it("prom-client's classes come from its own modules, the same ones its index exports", () => {
+    const index = createRequire(import.meta.url)('prom-client') as typeof import('prom-client');
+    const lean = promClient();
+    expect(lean.Registry).toBe(index.Registry);
+    expect(lean.Counter).toBe(index.Counter);
+    expect(lean.Gauge).toBe(index.Gauge);
+    expect(lean.Histogram).toBe(index.Histogram);
   });
 });

@@ -6,7 +6,8 @@ import { createRequire } from 'node:module';
 import { KubenodeError } from './errors.js';
 
 type ClientNode = typeof import('@kubernetes/client-node');
-type PromClient = typeof import('prom-client');
+/** The parts of prom-client kubenode uses. */
+type PromClient = Pick<typeof import('prom-client'), 'Registry' | 'Counter' | 'Gauge' | 'Histogram'>;
 
 const require = createRequire(import.meta.url);
 const cache = new Map<string, unknown>();
@@ -67,7 +68,27 @@ export function clientNode(): ClientNode {
   return load<ClientNode>('@kubernetes/client-node', 'this Kubernetes API client');
 }
 
-/** `prom-client`, for metrics registered in a caller's registry. */
+/**
+ * `prom-client`'s Registry, Counter, Gauge and Histogram, for metrics registered in a caller's
+ * registry. Read from their own modules: prom-client's index also loads its Pushgateway (zlib,
+ * http, https), its default metrics (v8, perf_hooks), its cluster aggregator and Summary, which a
+ * daemon would hold for nothing. The index, with its typed error, when a future layout moves them.
+ */
 export function promClient(): PromClient {
-  return load<PromClient>('prom-client', 'recording metrics');
+  const hit = cache.get('prom-client/lib');
+  if (hit) return hit as PromClient;
+  let m: PromClient;
+  try {
+    m = {
+      Registry: require('prom-client/lib/registry'),
+      Counter: require('prom-client/lib/counter'),
+      Gauge: require('prom-client/lib/gauge'),
+      Histogram: require('prom-client/lib/histogram'),
+    };
+    if (!Object.values(m).every((c) => typeof c === 'function')) throw new Error('moved');
+  } catch {
+    m = load<typeof import('prom-client')>('prom-client', 'recording metrics');
+  }
+  cache.set('prom-client/lib', m);
+  return m;
 }
