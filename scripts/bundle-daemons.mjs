@@ -21,6 +21,24 @@ const lazyPackagesOutside = {
   },
 };
 
+/**
+ * commander requires child_process at load for executable subcommands, which kubenode has none
+ * of: the daemons get it on first use instead (0.5 MiB at rest, BENCHMARKS.md "fleet: lean
+ * metrics"). commander calls `childProcess.spawn` alone.
+ */
+const childProcessOnUse = {
+  name: 'child-process-on-use',
+  setup(b) {
+    b.onResolve({ filter: /^node:child_process$/ }, (args) =>
+      /[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'on-use' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'on-use' }, () => ({
+      contents: "module.exports = { get spawn() { return require('node:child_process').spawn; } };",
+      loader: 'js',
+    }));
+  },
+};
+
 const entries = ['dist/cli/main-conntrack.js', 'dist/cli/main-servicecidr-controller.js'];
 
 for (const entry of entries) {
@@ -39,7 +57,7 @@ for (const entry of entries) {
     banner: {
       js: "import { createRequire as kubenodeCreateRequire } from 'node:module';\nconst require = kubenodeCreateRequire(import.meta.url);",
     },
-    plugins: [lazyPackagesOutside],
+    plugins: [lazyPackagesOutside, childProcessOnUse],
     logLevel: 'warning',
   });
 }
