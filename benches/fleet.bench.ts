@@ -52,6 +52,7 @@ export async function run(ctx: BenchContext): Promise<string> {
   const s = (xs: number[], p: number) => `${(percentile(xs, p) * 1000).toFixed(1)} ms`;
   const totalRssMB = r.rssKB.reduce((a, b) => a + b, 0) / 1024;
   const mib = (kb: number[], p: number) => `${(percentile(kb, p) / 1024).toFixed(1)} MiB`;
+  const cpu = (xs: number[], p: number) => `${percentile(xs, p).toFixed(2)} ms/s`;
   const sum = (kb: number[]) => `${(kb.reduce((a, b) => a + b, 0) / 1024).toFixed(0)} MiB`;
   const ratio = percentile(r.rssKB, 50) / percentile(r.kubeProxyRssKB, 50);
   if (r.kubeProxyStaleLeft !== 0) throw new Error(`kube-proxy left ${r.kubeProxyStaleLeft} stale flows`);
@@ -74,15 +75,16 @@ export async function run(ctx: BenchContext): Promise<string> {
     `Memory per node, same run, RSS after the change (${opts.nodes} of each process; reconcilers on Node ${nodeVersion}` +
       `${nodeFlags.length ? `, reconciler flags \`${nodeFlags.join(' ')}\`` : ''}):`,
     '',
-    '| process | RSS p50 | RSS max | all nodes | reconciler / kube-proxy (p50) |',
-    '| --- | --- | --- | --- | --- |',
-    `| \`kubenode conntrack reconcile\` | ${mib(r.rssKB, 50)} | ${mib(r.rssKB, 100)} | ${sum(r.rssKB)} | ${ratio.toFixed(2)}× |`,
-    `| kube-proxy v1.37.2 | ${mib(r.kubeProxyRssKB, 50)} | ${mib(r.kubeProxyRssKB, 100)} | ${sum(r.kubeProxyRssKB)} | 1× |`,
+    '| process | RSS p50 | RSS max | all nodes | reconciler / kube-proxy (p50) | CPU at rest p50 | CPU at rest max |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    `| \`kubenode conntrack reconcile\` | ${mib(r.rssKB, 50)} | ${mib(r.rssKB, 100)} | ${sum(r.rssKB)} | ${ratio.toFixed(2)}× | ${cpu(r.restCpuMsPerS, 50)} | ${cpu(r.restCpuMsPerS, 100)} |`,
+    `| kube-proxy v1.37.2 | ${mib(r.kubeProxyRssKB, 50)} | ${mib(r.kubeProxyRssKB, 100)} | ${sum(r.kubeProxyRssKB)} | 1× | ${cpu(r.kubeProxyRestCpuMsPerS, 50)} | ${cpu(r.kubeProxyRestCpuMsPerS, 100)} |`,
     '',
-    'kube-proxy does all of its work (rules, health and metrics listeners on their default ports in ' +
-      'its namespace, conntrack cleanup of its own flows); the reconcilers run without listeners (they ' +
-      "share the host's ports). The API server is reached from each kube-proxy's namespace through a " +
-      'socat bridge over a Unix socket.',
+    'Both run as deployed, listeners included: kube-proxy with its health and metrics listeners on ' +
+      "their default ports in its namespace, each reconciler with its two on a port pair of the host's " +
+      'loopback. kube-proxy also programs its rules and cleans its own flows. CPU at rest: ms of CPU ' +
+      'a second, all threads, over 10 s with every process up and nothing changing. The API server is ' +
+      "reached from each kube-proxy's namespace through a socat bridge over a Unix socket.",
     '',
     `API server watches (\`apiserver_longrunning_requests{verb="WATCH"}\` from /metrics): ${r.watchesBefore} ` +
       `before the reconcilers, ${r.watchesAfter} with them (2 per node: Services, EndpointSlices). ` +

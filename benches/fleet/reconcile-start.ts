@@ -1,13 +1,14 @@
-// Start-up time and resting memory of one `kubenode conntrack reconcile` (the built CLI) against
-// the real API server (one UDP Service with an endpoint): milliseconds from spawn to the first
-// pass's line, RSS and heap 5 s later, per Node binary and per build of the CLI, interleaved.
+// Start-up time, resting memory and idle CPU of one `kubenode conntrack reconcile` (the built CLI,
+// both listeners on, as the chart runs it) against the real API server (one UDP Service with an
+// endpoint): milliseconds from spawn to the first pass's line, RSS 5 s later, and the CPU all its
+// threads use in the next 20 s of rest, per Node binary and per build of the CLI, interleaved.
 //
 //   KUBENODE_PEERS_BIN=/work/peers-bin npx tsx benches/fleet/reconcile-start.ts \
 //     [--node /path/to/node]... [--dist name=/path/to/dist]... [--runs 3] [--flags '--max-semi-space-size=1']
 //
 // Defaults: this Node, this checkout's dist/, 3 runs, the chart's flags.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TestNetns } from '../../test/conntrack/netns.js';
@@ -36,6 +37,14 @@ function status(pid: number, field: string): number {
   return Number(m?.[1] ?? 0) / 1024;
 }
 
+/** Nanoseconds of CPU every thread of `pid` has run (schedstat), kernel and user time alike. */
+function cpuNs(pid: number): number {
+  return readdirSync(`/proc/${pid}/task`).reduce(
+    (n, t) => n + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]),
+    0,
+  );
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function once(node: string, dist: string, kubeconfig: string, netns: string) {
@@ -54,8 +63,8 @@ async function once(node: string, dist: string, kubeconfig: string, netns: strin
       '--dry-run',
       '--netns',
       netns,
-      '--healthz-bind-address=',
-      '--metrics-bind-address=',
+      '--healthz-bind-address=127.0.0.1:21900',
+      '--metrics-bind-address=127.0.0.1:21901',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -72,9 +81,12 @@ async function once(node: string, dist: string, kubeconfig: string, netns: strin
   await new Promise((r) => setTimeout(r, 5000));
   const rss = status(child.pid as number, 'VmRSS');
   const hwm = status(child.pid as number, 'VmHWM');
+  const c0 = cpuNs(child.pid as number);
+  await new Promise((r) => setTimeout(r, 20_000));
+  const idle = (cpuNs(child.pid as number) - c0) / 1e6 / 20;
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
-  return { first, rss, hwm };
+  return { first, rss, hwm, idle };
 }
 
 const api = await startApiServer();
@@ -103,23 +115,24 @@ try {
     },
   });
   rest.close();
-  const results = new Map<string, { first: number[]; rss: number[]; hwm: number[] }>();
+  const results = new Map<string, { first: number[]; rss: number[]; hwm: number[]; idle: number[] }>();
   for (let i = 0; i < Number(values.runs); i++) {
     for (const node of nodes) {
       for (const d of dists) {
         const r = await once(node, d.path, api.kubeconfigFile, ns.path);
         const key = `${d.name} | ${node}`;
-        const acc = results.get(key) ?? { first: [], rss: [], hwm: [] };
+        const acc = results.get(key) ?? { first: [], rss: [], hwm: [], idle: [] };
         acc.first.push(r.first);
         acc.rss.push(r.rss);
         acc.hwm.push(r.hwm);
+        acc.idle.push(r.idle);
         results.set(key, acc);
       }
     }
   }
   console.log(`flags: ${flags.join(' ') || 'none'}; median of ${values.runs}`);
-  console.log('| build | node | spawn → first pass | RSS 5 s later | peak RSS |');
-  console.log('| --- | --- | --- | --- | --- |');
+  console.log('| build | node | spawn → first pass | RSS 5 s later | peak RSS | CPU at rest |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
   for (const [key, r] of results) {
     const [build, node] = key.split(' | ') as [string, string];
     const version = (await new Promise<string>((res) => {
@@ -131,7 +144,7 @@ try {
       c.once('exit', () => res(v.trim()));
     })) as string;
     console.log(
-      `| ${build} | ${version} | ${median(r.first).toFixed(0)} ms | ${median(r.rss).toFixed(1)} MiB | ${median(r.hwm).toFixed(1)} MiB |`,
+      `| ${build} | ${version} | ${median(r.first).toFixed(0)} ms | ${median(r.rss).toFixed(1)} MiB | ${median(r.hwm).toFixed(1)} MiB | ${median(r.idle).toFixed(2)} ms/s |`,
     );
   }
 } finally {

@@ -5,7 +5,7 @@
 // the flows to them; per node we take the time from the API write to the end of the pass that
 // deleted them.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice, type V1Service } from '@kubernetes/client-node';
@@ -47,6 +47,8 @@ export interface FleetOptions {
   nodeFlags?: string[];
   /** Node binary the reconcilers run on (the image's Node may not be this one); default: this Node. */
   node?: string;
+  /** Seconds of rest, every process up and before the change, over which CPU is sampled; default 10. */
+  restSeconds?: number;
   log?: (m: string) => void;
 }
 
@@ -62,6 +64,9 @@ export interface FleetResult {
   rssKB: number[];
   /** Per node, with `kubeProxy`: kube-proxy's RSS at the same moment as `rssKB`. */
   kubeProxyRssKB: number[];
+  /** Per node: ms of CPU a second the reconciler used at rest (all threads), and kube-proxy's. */
+  restCpuMsPerS: number[];
+  kubeProxyRestCpuMsPerS: number[];
   /** Per node, with `kubeProxy`: ms from the write until its namespace had no stale flow (polled). */
   kubeProxyLatenciesMs: number[];
   kubeProxyStaleBefore: number;
@@ -129,6 +134,20 @@ function rssKB(pid: number | undefined): number {
   if (!pid) return 0;
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m?.[1] ?? 0);
+}
+
+/** Nanoseconds of CPU every thread of `pid` has run (schedstat). */
+function cpuNs(pid: number | undefined): number {
+  if (!pid) return 0;
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -213,7 +232,7 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     const cli = opts.built
       ? [join(repo, 'dist', 'cli', 'main.js')]
       : ['--import', 'tsx', join(repo, 'ts', 'cli', 'main.ts')];
-    for (const n of nodes) {
+    for (const [i, n] of nodes.entries()) {
       // One process per node, like a DaemonSet: its own watches, its own memory.
       const child = spawn(
         opts.node ?? process.execPath,
@@ -228,9 +247,10 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
           n.ns.path,
           '-f',
           'ipv4',
-          // One process per node on one machine: no listeners, whose default ports they would share.
-          '--healthz-bind-address=',
-          '--metrics-bind-address=',
+          // Both listeners, as the chart runs them and as each kube-proxy here runs its own; one
+          // machine, so a port pair per node.
+          `--healthz-bind-address=127.0.0.1:${21000 + 2 * i}`,
+          `--metrics-bind-address=127.0.0.1:${21001 + 2 * i}`,
         ],
         { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] },
       );
@@ -249,6 +269,14 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     });
     const watchesAfter = await watchCount(api);
     await sleep(2000); // let start-up passes (if any) finish before the change
+    // CPU at rest: every process up, nothing changing, the same window for both kinds.
+    const restS = opts.restSeconds ?? 10;
+    const cpu0 = [nodes.map((n) => cpuNs(n.child?.pid)), proxies.map((p) => cpuNs(p.child?.pid))];
+    await sleep(restS * 1000);
+    const restCpuMsPerS = nodes.map((n, i) => (cpuNs(n.child?.pid) - (cpu0[0]?.[i] ?? 0)) / 1e6 / restS);
+    const kubeProxyRestCpuMsPerS = proxies.map(
+      (p, i) => (cpuNs(p.child?.pid) - (cpu0[1]?.[i] ?? 0)) / 1e6 / restS,
+    );
     for (const n of nodes) n.out = '';
     log(`  ${opts.nodes} reconcilers running; API server watches ${watchesBefore} → ${watchesAfter}`);
 
@@ -369,6 +397,8 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
       watchesAfter,
       rssKB: rss,
       kubeProxyRssKB,
+      restCpuMsPerS,
+      kubeProxyRestCpuMsPerS,
       kubeProxyLatenciesMs,
       kubeProxyStaleBefore,
       kubeProxyStaleLeft,

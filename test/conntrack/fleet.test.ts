@@ -15,7 +15,7 @@ it.each([
   [4, 'every endpoint is removed'],
 ])('3 simulated nodes each delete their stale flows after %i endpoint(s) go (%s)', async (removed) => {
   const goPeer = goPeerBinary('conntrack-bench');
-  const r = await runFleet({ nodes: 3, flowsPerNode: 40, endpoints: 4, removed, goPeer });
+  const r = await runFleet({ nodes: 3, flowsPerNode: 40, endpoints: 4, removed, goPeer, restSeconds: 1 });
   expect(r.staleLeft).toBe(0);
   // numgen round-robin: 10 of each node's 40 flows went to each endpoint.
   const stale = 3 * 10 * removed;
@@ -35,7 +35,14 @@ it.each([
 
 it("upstream kube-proxy beside each node's reconciler cleans its own flows, and both report their RSS", async () => {
   const kubeProxy = goPeerBinary('kube-proxy');
-  const r = await runFleet({ nodes: 2, flowsPerNode: 40, endpoints: 4, removed: 1, kubeProxy });
+  const r = await runFleet({
+    nodes: 2,
+    flowsPerNode: 40,
+    endpoints: 4,
+    removed: 1,
+    kubeProxy,
+    restSeconds: 1,
+  });
   expect(r.staleLeft).toBe(0);
   expect(r.staleDeleted).toBe(2 * 10);
   // kube-proxy's own rules spread its flows (at random), so some went to the removed endpoint.
