@@ -79,12 +79,13 @@ describe('process metrics', () => {
   it('the event-loop lag is measured at the scrape: a blocked loop shows', async () => {
     const registry = daemonRegistry();
     const scrape = registry.metrics();
-    const end = performance.now() + 120;
+    const end = performance.now() + 500;
     while (performance.now() < end) {
       // Block the loop while the scrape waits for it.
     }
-    expect(value(await scrape, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0.1);
-    expect(value(await registry.metrics(), 'nodejs_eventloop_lag_seconds')).toBeLessThan(0.1);
+    expect(value(await scrape, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0.5);
+    // Unblocked, the lag is a loop turn: half the blocked one leaves room for a loaded machine.
+    expect(value(await registry.metrics(), 'nodejs_eventloop_lag_seconds')).toBeLessThan(0.25);
   });
 
   it("another process's open-file limit (prlimit; Node raises the soft limit to the hard one)", () => {

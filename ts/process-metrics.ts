@@ -88,6 +88,18 @@ export function registerProcessMetrics(registry: Registry): void {
   const { Counter, Gauge } = promClient();
   const registers = [registry];
   const procfs = existsSync('/proc/self/stat');
+  // prom-client starts every metric's collect in one synchronous loop: one memoryUsage() a scrape
+  // serves the resident, heap and external gauges alike.
+  let usage: NodeJS.MemoryUsage | undefined;
+  const memory = (): NodeJS.MemoryUsage => {
+    if (usage === undefined) {
+      usage = process.memoryUsage();
+      queueMicrotask(() => {
+        usage = undefined;
+      });
+    }
+    return usage;
+  };
 
   new Counter({
     name: 'process_cpu_seconds_total',
@@ -104,7 +116,7 @@ export function registerProcessMetrics(registry: Registry): void {
     help: 'Resident memory size in bytes.',
     registers,
     collect() {
-      this.set(process.memoryUsage.rss());
+      this.set(memory().rss);
     },
   });
   new Gauge({
@@ -166,7 +178,7 @@ export function registerProcessMetrics(registry: Registry): void {
 
   const heap = (key: 'heapTotal' | 'heapUsed' | 'external') =>
     function (this: { set(v: number): void }) {
-      this.set(process.memoryUsage()[key]);
+      this.set(memory()[key]);
     };
   new Gauge({
     name: 'nodejs_heap_size_total_bytes',

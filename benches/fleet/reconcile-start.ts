@@ -8,13 +8,14 @@
 //
 // Defaults: this Node, this checkout's dist/, 3 runs, the chart's flags.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TestNetns } from '../../test/conntrack/netns.js';
 import { startApiServer } from '../../test/support/apiserver.js';
 import { loadKubeConfig } from '../../ts/kube/config.js';
 import { restClient } from '../../ts/kube/rest.js';
+import { cpuNs } from './cpu.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const { values } = parseArgs({
@@ -35,14 +36,6 @@ const flags = (values.flags ?? '').split(' ').filter((f) => f !== '');
 function status(pid: number, field: string): number {
   const m = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m?.[1] ?? 0) / 1024;
-}
-
-/** Nanoseconds of CPU every thread of `pid` has run (schedstat), kernel and user time alike. */
-function cpuNs(pid: number): number {
-  return readdirSync(`/proc/${pid}/task`).reduce(
-    (n, t) => n + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]),
-    0,
-  );
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;

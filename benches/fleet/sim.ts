@@ -5,13 +5,14 @@
 // the flows to them; per node we take the time from the API write to the end of the pass that
 // deleted them.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice, type V1Service } from '@kubernetes/client-node';
 import { TestNetns } from '../../test/conntrack/netns.js';
 import { type ApiServer, startApiServer } from '../../test/support/apiserver.js';
 import { endpointsTable, serviceEntries } from '../../ts/conntrack/k8s.js';
+import { cpuNs } from './cpu.js';
 import {
   type ProxyNode,
   programmed,
@@ -134,20 +135,6 @@ function rssKB(pid: number | undefined): number {
   if (!pid) return 0;
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m?.[1] ?? 0);
-}
-
-/** Nanoseconds of CPU every thread of `pid` has run (schedstat). */
-function cpuNs(pid: number | undefined): number {
-  if (!pid) return 0;
-  let ns = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return ns;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
