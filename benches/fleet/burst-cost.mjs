@@ -1,7 +1,7 @@
 // What a reconciler process pays for a burst of watch events under the V8 flags it runs with:
 // the objects arrive as JSON text, are parsed and turned into the cleanup tables five times over;
 // prints the CPU time of that work and the RSS after it. Plain node on the built dist/ (no tsx,
-// whose loader has a heap of its own), with @kubernetes/client-node loaded as the daemon loads it.
+// whose loader has a heap of its own).
 //   node [V8 flags] benches/fleet/burst-cost.mjs [objects]      (default 5000)
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -10,7 +10,6 @@ const repo = join(import.meta.dirname, '..', '..');
 const { endpointsTable, serviceEntries, udpPortKeys } = await import(
   pathToFileURL(join(repo, 'dist', 'conntrack', 'k8s.js')).href
 );
-await import('@kubernetes/client-node');
 
 const n = Number(process.argv[2] ?? 5000);
 // One Service-and-EndpointSlice-shaped object per index (both readers take what they need).

@@ -68,6 +68,12 @@ export interface FleetResult {
   /** Per node: ms of CPU a second the reconciler used at rest (all threads), and kube-proxy's. */
   restCpuMsPerS: number[];
   kubeProxyRestCpuMsPerS: number[];
+  /**
+   * Per node: ms of CPU the reconciler used from the EndpointSlice write until every process of
+   * both kinds had cleaned its flows (the same window for both), and kube-proxy's.
+   */
+  changeCpuMs: number[];
+  kubeProxyChangeCpuMs: number[];
   /** Per node, with `kubeProxy`: ms from the write until its namespace had no stale flow (polled). */
   kubeProxyLatenciesMs: number[];
   kubeProxyStaleBefore: number;
@@ -269,6 +275,7 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
 
     const cur = (await disc.readNamespacedEndpointSlice({ name: 'dns-1', namespace: NS })) as V1EndpointSlice;
     cur.endpoints = (cur.endpoints ?? []).slice(0, opts.endpoints - opts.removed);
+    const cpuAtWrite = [nodes.map((n) => cpuNs(n.child?.pid)), proxies.map((p) => cpuNs(p.child?.pid))];
     const written = Date.now();
     await disc.replaceNamespacedEndpointSlice({ name: 'dns-1', namespace: NS, body: cur });
 
@@ -290,6 +297,10 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     const rss = nodes.map((n) => rssKB(n.child?.pid));
     const kubeProxyRssKB = proxies.map((p) => rssKB(p.child?.pid));
     await polled;
+    const changeCpuMs = nodes.map((n, i) => (cpuNs(n.child?.pid) - (cpuAtWrite[0]?.[i] ?? 0)) / 1e6);
+    const kubeProxyChangeCpuMs = proxies.map(
+      (p, i) => (cpuNs(p.child?.pid) - (cpuAtWrite[1]?.[i] ?? 0)) / 1e6,
+    );
     const kubeProxyStaleLeft = proxies.reduce((n, p) => n + stale(p.ns), 0);
     stopKubeProxies(proxies);
     proxies = [];
@@ -386,6 +397,8 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
       kubeProxyRssKB,
       restCpuMsPerS,
       kubeProxyRestCpuMsPerS,
+      changeCpuMs,
+      kubeProxyChangeCpuMs,
       kubeProxyLatenciesMs,
       kubeProxyStaleBefore,
       kubeProxyStaleLeft,

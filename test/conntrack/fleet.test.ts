@@ -51,6 +51,10 @@ it("upstream kube-proxy beside each node's reconciler cleans its own flows, and 
   expect(r.kubeProxyLatenciesMs.every((ms) => ms > 0)).toBe(true);
   expect(r.kubeProxyRssKB).toHaveLength(2);
   expect(r.kubeProxyRssKB.every((kb) => kb > 0)).toBe(true);
+  // Each process handled the change: a watch event, a pass (rules and a cleanup for kube-proxy).
+  expect(r.changeCpuMs.every((ms) => ms > 0)).toBe(true);
+  expect(r.kubeProxyChangeCpuMs).toHaveLength(2);
+  expect(r.kubeProxyChangeCpuMs.every((ms) => ms > 0)).toBe(true);
   expect(execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })).not.toContain(
     `kn-fleet-kp-${process.pid}-`,
   );
