@@ -237,7 +237,7 @@ describe('deploy/', () => {
     expect(c?.command).toEqual([
       'node',
       '--max-semi-space-size=1',
-      '--max-opt=1',
+      '--max-opt=0',
       '/opt/kubenode/node_modules/kubenode/dist/cli/main.js',
     ]);
     expect(c?.env?.some((e) => e.name === 'NODE_OPTIONS')).toBe(false);
