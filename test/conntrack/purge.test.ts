@@ -3,6 +3,7 @@
 // `conntrack -I`; `conntrack -L` checks what is left. Off by default, as upstream keeps TCP
 // flows of a removed endpoint on purpose.
 import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { conntrack } from '../../ts/index.js';
 import { type ApiServer, startApiServer } from '../support/apiserver.js';
@@ -158,9 +159,19 @@ describe('pod-IP purge', () => {
   it('with purgePodIPs, every flow of the removed address goes, TCP too, and nothing else', async () => {
     await setSlice(EP);
     flows();
-    const purges = await removeEndpoint({ purgePodIPs: true });
+    const registry = new Registry();
+    const purges = await removeEndpoint({ purgePodIPs: true, metrics: conntrack.conntrackMetrics(registry) });
     expect(purges.map((p) => p.ips)).toEqual([[EP[1]]]);
     expect(purges[0]?.result).toMatchObject({ path: 'dumpDelete', failed: 0 });
     expect(left()).toEqual(['tcp 5003', 'udp 40001']);
+    // The purge's own counters: one address, and the flows it deleted (both TCP flows of EP[1];
+    // the UDP one went in the cleanup pass before it).
+    const r = purges[0]?.result;
+    const text = await registry.metrics();
+    expect(text).toContain('kubenode_conntrack_reconciler_purged_pod_ips_total{ip_family="IPv4"} 1\n');
+    expect(text).toContain(
+      `kubenode_conntrack_reconciler_purged_entries_total{ip_family="IPv4"} ${(r?.deleted ?? 0) - (r?.notFound ?? 0)}\n`,
+    );
+    expect((r?.deleted ?? 0) - (r?.notFound ?? 0)).toBeGreaterThanOrEqual(2);
   });
 });

@@ -15,6 +15,10 @@ export const DELETED_TOTAL = 'kubenode_conntrack_reconciler_deleted_entries_tota
 export const PASSES_TOTAL = 'kubenode_conntrack_reconciler_passes_total';
 /** Name of the counter of passes that failed (and are retried at the next period). */
 export const FAILED_PASSES_TOTAL = 'kubenode_conntrack_reconciler_failed_passes_total';
+/** Name of the counter of pod IPs the opt-in purge deleted the flows of. */
+export const PURGED_POD_IPS_TOTAL = 'kubenode_conntrack_reconciler_purged_pod_ips_total';
+/** Name of the counter of flows the opt-in pod-IP purge deleted. */
+export const PURGED_ENTRIES_TOTAL = 'kubenode_conntrack_reconciler_purged_entries_total';
 
 /** `metrics.ExponentialBuckets(0.001, 2, 15)`: 0.001 … 16.384 s. */
 export const SYNC_BUCKETS: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
@@ -29,6 +33,10 @@ export interface ConntrackMetrics {
   passes?: Counter<'ip_family' | 'path'>;
   /** Cleanup passes that failed (`FAILED_PASSES_TOTAL`); the reconciler records them. */
   failedPasses?: Counter<'ip_family'>;
+  /** Pod IPs whose flows the opt-in purge deleted (`PURGED_POD_IPS_TOTAL`); the reconciler records them. */
+  purgedPodIps?: Counter<'ip_family'>;
+  /** Flows the opt-in pod-IP purge deleted (`PURGED_ENTRIES_TOTAL`); the reconciler records them. */
+  purgedEntries?: Counter<'ip_family'>;
 }
 
 const byRegistry = new WeakMap<Registry, ConntrackMetrics>();
@@ -68,6 +76,18 @@ export function conntrackMetrics(registry: Registry): ConntrackMetrics {
     failedPasses: new Counter({
       name: FAILED_PASSES_TOTAL,
       help: 'Cleanup passes of the conntrack reconciler that failed (retried at the next period)',
+      labelNames: ['ip_family'],
+      registers: [registry],
+    }),
+    purgedPodIps: new Counter({
+      name: PURGED_POD_IPS_TOTAL,
+      help: 'Pod IPs gone from every EndpointSlice whose flows the opt-in purge deleted',
+      labelNames: ['ip_family'],
+      registers: [registry],
+    }),
+    purgedEntries: new Counter({
+      name: PURGED_ENTRIES_TOTAL,
+      help: 'Flows the opt-in pod-IP purge deleted, in any protocol (not counted when the kernel flushed them: it reports no count)',
       labelNames: ['ip_family'],
       registers: [registry],
     }),

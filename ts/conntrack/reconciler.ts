@@ -424,6 +424,12 @@ export class StaleFlowReconciler {
   async #purgeGone(ct: Conntrack, family: IPFamily, slices: V1EndpointSlice[]): Promise<void> {
     try {
       const p = await this.#purge.run(ct, family, slices, this.#opts.dryRun ?? false);
+      if (p?.result) {
+        this.#opts.metrics?.purgedPodIps?.inc({ ip_family: family }, p.ips.length);
+        const { deleted, notFound } = p.result;
+        if (deleted !== undefined)
+          this.#opts.metrics?.purgedEntries?.inc({ ip_family: family }, deleted - notFound);
+      }
       if (p) this.#opts.onPurge?.(family, p);
     } catch (e) {
       this.#report(e);
