@@ -159,7 +159,11 @@ describe('conntrack.events() on the real kernel', () => {
       netns: ns.path,
       filter: { protocol: 'udp', orig: { dst: '10.96.0.0/16', dstPort: 53 } },
     });
-    await Promise.all([tcp.ready(), udpToVip.ready()]);
+    const labelsOnly = conntrack.events({ netns: ns.path, filter: { labels: { value: 1n, mask: 1n } } });
+    await Promise.all([tcp.ready(), udpToVip.ready(), labelsOnly.ready()]);
+    // Protocol and address are checked by the kernel; labels are not.
+    expect([tcp.kernelFilter, udpToVip.kernelFilter, labelsOnly.kernelFilter]).toEqual([true, true, false]);
+    labelsOnly.close();
     const [p] = send(1);
     ns.sendUdp([[43999, '203.0.113.5', 9999]]); // other destination
     ns.exec('conntrack', [
@@ -170,6 +174,7 @@ describe('conntrack.events() on the real kernel', () => {
     const u = await new Reader(udpToVip).collect((g) => g.length >= 2, 2000);
     tcp.close();
     udpToVip.close();
+    expect(tcp.kernelFilter).toBe(false);
     expect(flowsOf(t).map((e) => [e.type, e.flow.protocol, e.flow.forward.srcPort])).toEqual([
       ['new', 6, 1000],
     ]);

@@ -61,6 +61,13 @@ export interface EventStream extends AsyncIterableIterator<ConntrackEvent> {
   ready(): Promise<void>;
   /** Closes the socket; a waiting `next()` ends the iteration. */
   close(): void;
+  /**
+   * Whether the kernel filters the flows before queueing them (a socket filter is attached, so
+   * a busy table's other flows cost neither the buffer nor reads); known once `ready()`
+   * resolved, false after `close()`. Without it (no field the kernel can check, such as labels
+   * alone) every flow of the groups is read and the filter applied here.
+   */
+  readonly kernelFilter: boolean;
 }
 
 /** How long one read waits before the stream asks again (close wakes it earlier). */
@@ -130,6 +137,10 @@ class Stream implements EventStream {
 
   close(): void {
     this.#finish();
+  }
+
+  get kernelFilter(): boolean {
+    return !this.#done && (this.#native?.kernelFilter ?? false);
   }
 
   next(): Promise<IteratorResult<ConntrackEvent>> {
