@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // Each daemon's entry in dist/cli/ rewritten as one file holding its modules and commander's:
 // a long-running process then keeps one module record and one whitespace-free source instead of
-// 67 of each (the reconciler's), which leaves the reconciler about 1.2 MiB smaller at rest on Node 24 and starts
-// it sooner (BENCHMARKS.md, "fleet: the daemons as one file each"). The bundle stays
-// at the entry's own path, so its relative lookups (package.json, build-info.json) still
-// resolve. Packages loaded at run time through createRequire (node-gyp-build, prom-client,
-// yaml, @kubernetes/client-node) are left to Node: esbuild does not follow a local require().
+// 67 of each (the reconciler's), which leaves the reconciler about 1.2 MiB smaller at rest on
+// Node 24 and starts it sooner (BENCHMARKS.md, "fleet: the daemons as one file each"). The
+// bundle stays at the entry's own path, so its relative lookups (package.json,
+// build-info.json) still resolve. Packages loaded at run time through createRequire
+// (node-gyp-build, prom-client, yaml, @kubernetes/client-node) are left to Node: esbuild does
+// not follow a local require().
 // Packages imported with import() stay out as well, so they are still read only when used
 // (@peculiar/x509, 0.5 MB, builds the controller's self-signed certificate).
 // Identifiers are kept, so stack traces still name kubenode's functions.
