@@ -1,7 +1,7 @@
-// The reconciler's opt-in pod-IP purge end to end: EndpointSlices in a real kube-apiserver,
-// nftables DNAT and real UDP flows in a throwaway namespace, TCP flows made with
-// `conntrack -I`; `conntrack -L` checks what is left. Off by default, as upstream keeps TCP
-// flows of a removed endpoint on purpose.
+// The reconciler's opt-in modes end to end: the pod-IP purge (off by default, as upstream keeps
+// TCP flows of a removed endpoint on purpose) and the event-fed index. EndpointSlices in a real
+// kube-apiserver, nftables DNAT and real UDP flows in a throwaway namespace, TCP flows made
+// with `conntrack -I`; `conntrack -L` checks what is left.
 import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -89,8 +89,16 @@ async function waitUntil(what: string, f: () => boolean): Promise<void> {
 
 /** Runs a reconciler with `options` while EP[1] leaves the slice; returns what it purged. */
 async function removeEndpoint(options: conntrack.ReconcilerOptions): Promise<conntrack.PurgeResult[]> {
+  return (await run(options)).purges;
+}
+
+/** Runs a reconciler with `options` while EP[1] leaves the slice; returns its passes and purges. */
+async function run(
+  options: conntrack.ReconcilerOptions,
+): Promise<{ purges: conntrack.PurgeResult[]; syncs: conntrack.CleanResult[] }> {
   const handle = await conntrack.Conntrack.open({ netns: ns.path });
   let passes = 0;
+  const syncs: conntrack.CleanResult[] = [];
   const purges: conntrack.PurgeResult[] = [];
   const errors: unknown[] = [];
   const r = new conntrack.StaleFlowReconciler(api.kubeConfig, {
@@ -98,7 +106,10 @@ async function removeEndpoint(options: conntrack.ReconcilerOptions): Promise<con
     families: ['IPv4'],
     conntrack: handle,
     minSyncPeriodMs: 100,
-    onSync: () => passes++,
+    onSync: (_, res) => {
+      passes++;
+      syncs.push(res);
+    },
     onPurge: (_, p) => purges.push(p),
     onError: (e) => errors.push(e),
   });
@@ -110,7 +121,7 @@ async function removeEndpoint(options: conntrack.ReconcilerOptions): Promise<con
     await waitUntil('the pass after the endpoint left', () => passes >= 2);
     await r.flush();
     expect(errors).toEqual([]);
-    return purges;
+    return { purges, syncs };
   } finally {
     await r.stop();
     handle.close();
@@ -173,5 +184,21 @@ describe('pod-IP purge', () => {
       `kubenode_conntrack_reconciler_purged_entries_total{ip_family="IPv4"} ${(r?.deleted ?? 0) - (r?.notFound ?? 0)}\n`,
     );
     expect((r?.deleted ?? 0) - (r?.notFound ?? 0)).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('event-fed index', () => {
+  it('with eventIndex, the pass after an endpoint leaves takes its stale flow from the index', async () => {
+    await setSlice(EP);
+    flows();
+    const registry = new Registry();
+    const { syncs } = await run({ eventIndex: true, metrics: conntrack.conntrackMetrics(registry) });
+    // The first pass is full (it builds the index from a dump); the change's pass needs no dump.
+    expect(syncs[0]?.path).toBe('full');
+    expect(syncs.at(-1)).toMatchObject({ path: 'indexed', stale: 1, deleted: 1, failed: 0 });
+    expect(left()).toEqual(['tcp 5001', 'tcp 5002', 'tcp 5003', 'udp 40001']);
+    expect(await registry.metrics()).toMatch(
+      /^kubenode_conntrack_reconciler_passes_total\{ip_family="IPv4",path="indexed"\} 1$/m,
+    );
   });
 });
