@@ -164,13 +164,17 @@ describe('conntrack.events() on the real kernel', () => {
     // Protocol and address are checked by the kernel; labels are not.
     expect([tcp.kernelFilter, udpToVip.kernelFilter, labelsOnly.kernelFilter]).toEqual([true, true, false]);
     labelsOnly.close();
+    // Still known while a read waits on the socket (no flow yet).
+    const pending = new Reader(tcp).collect((g) => g.length >= 1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(tcp.kernelFilter).toBe(true);
     const [p] = send(1);
     ns.sendUdp([[43999, '203.0.113.5', 9999]]); // other destination
     ns.exec('conntrack', [
       ...['-I', '-p', 'tcp', '-s', '10.0.0.1', '-d', '10.96.0.30', '--sport', '1000', '--dport', '80'],
       ...['--state', 'ESTABLISHED', '-u', 'SEEN_REPLY', '-t', '100'],
     ]);
-    const t = await new Reader(tcp).collect((g) => g.length >= 1);
+    const t = await pending;
     const u = await new Reader(udpToVip).collect((g) => g.length >= 2, 2000);
     tcp.close();
     udpToVip.close();

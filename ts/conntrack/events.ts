@@ -80,6 +80,9 @@ class Stream implements EventStream {
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = () => this.close();
   #native: NativeEvents | undefined;
+  // Read once at open: the filter is set then and never changes, and the binding's getter
+  // would contend with a pending read for the socket.
+  #kernelFilter = false;
   #openError: unknown;
   #openErrorThrown = false;
   #queue: ConntrackEvent[] = [];
@@ -105,7 +108,10 @@ class Stream implements EventStream {
         try {
           const n = outcomeValue(o, 'conntrack');
           if (this.#done) n.close();
-          else this.#native = n;
+          else {
+            this.#native = n;
+            this.#kernelFilter = n.kernelFilter;
+          }
           return n;
         } catch (e) {
           this.#fail(e);
@@ -140,7 +146,7 @@ class Stream implements EventStream {
   }
 
   get kernelFilter(): boolean {
-    return !this.#done && (this.#native?.kernelFilter ?? false);
+    return !this.#done && this.#kernelFilter;
   }
 
   next(): Promise<IteratorResult<ConntrackEvent>> {
