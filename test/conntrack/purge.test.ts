@@ -175,15 +175,11 @@ describe('pod-IP purge', () => {
     expect(purges.map((p) => p.ips)).toEqual([[EP[1]]]);
     expect(purges[0]?.result).toMatchObject({ path: 'dumpDelete', failed: 0 });
     expect(left()).toEqual(['tcp 5003', 'udp 40001']);
-    // The purge's own counters: one address, and the flows it deleted (both TCP flows of EP[1];
-    // the UDP one went in the cleanup pass before it).
-    const r = purges[0]?.result;
+    // The purge's own counters: one address and its three flows (two TCP, the UDP one: the
+    // purge runs before the pass).
     const text = await registry.metrics();
     expect(text).toContain('kubenode_conntrack_reconciler_purged_pod_ips_total{ip_family="IPv4"} 1\n');
-    expect(text).toContain(
-      `kubenode_conntrack_reconciler_purged_entries_total{ip_family="IPv4"} ${(r?.deleted ?? 0) - (r?.notFound ?? 0)}\n`,
-    );
-    expect((r?.deleted ?? 0) - (r?.notFound ?? 0)).toBeGreaterThanOrEqual(2);
+    expect(text).toContain('kubenode_conntrack_reconciler_purged_entries_total{ip_family="IPv4"} 3\n');
   });
 });
 

@@ -33,9 +33,15 @@ export interface ConntrackMetrics {
   passes?: Counter<'ip_family' | 'path'>;
   /** Cleanup passes that failed (`FAILED_PASSES_TOTAL`); the reconciler records them. */
   failedPasses?: Counter<'ip_family'>;
-  /** Pod IPs whose flows the opt-in purge deleted (`PURGED_POD_IPS_TOTAL`); the reconciler records them. */
+  /**
+   * Pod IPs the opt-in purge ran for (`PURGED_POD_IPS_TOTAL`), a purge with failures included;
+   * the reconciler records them.
+   */
   purgedPodIps?: Counter<'ip_family'>;
-  /** Flows the opt-in pod-IP purge deleted (`PURGED_ENTRIES_TOTAL`); the reconciler records them. */
+  /**
+   * Flows the opt-in pod-IP purge deleted, not counting those already gone
+   * (`PURGED_ENTRIES_TOTAL`); the reconciler records them.
+   */
   purgedEntries?: Counter<'ip_family'>;
 }
 
@@ -81,13 +87,15 @@ export function conntrackMetrics(registry: Registry): ConntrackMetrics {
     }),
     purgedPodIps: new Counter({
       name: PURGED_POD_IPS_TOTAL,
-      help: 'Pod IPs gone from every EndpointSlice whose flows the opt-in purge deleted',
+      help: 'Pod IPs gone from every EndpointSlice the opt-in purge ran for, failures included',
       labelNames: ['ip_family'],
       registers: [registry],
     }),
     purgedEntries: new Counter({
       name: PURGED_ENTRIES_TOTAL,
-      help: 'Flows the opt-in pod-IP purge deleted, in any protocol (not counted when the kernel flushed them: it reports no count)',
+      help:
+        'Flows the opt-in pod-IP purge deleted, in any protocol, not counting flows already gone ' +
+        '(nor a kernel-side flush, which reports no count)',
       labelNames: ['ip_family'],
       registers: [registry],
     }),
