@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { daemonRegistry } from '../ts/cli/daemon.js';
 import { parseLimits, parseNetstatOctets } from '../ts/process-metrics.js';
 
@@ -74,6 +74,20 @@ describe('process metrics', () => {
       // Spend CPU the counter must show.
     }
     expect(value(await registry.metrics(), 'process_cpu_seconds_total') - cpu0).toBeGreaterThanOrEqual(0.05);
+  });
+
+  it('reads process.memoryUsage() once a scrape for its four gauges, and again at the next', async () => {
+    const registry = daemonRegistry();
+    const spy = vi.spyOn(process, 'memoryUsage');
+    try {
+      const first = await registry.metrics();
+      await registry.metrics();
+      expect(spy).toHaveBeenCalledTimes(2);
+      expect(value(first, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+      expect(value(first, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('the event-loop lag is measured at the scrape: a blocked loop shows', async () => {
