@@ -80,9 +80,6 @@ class Stream implements EventStream {
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = () => this.close();
   #native: NativeEvents | undefined;
-  // Read once at open: the filter is set then and never changes, and the binding's getter
-  // would contend with a pending read for the socket.
-  #kernelFilter = false;
   #openError: unknown;
   #openErrorThrown = false;
   #queue: ConntrackEvent[] = [];
@@ -108,10 +105,7 @@ class Stream implements EventStream {
         try {
           const n = outcomeValue(o, 'conntrack');
           if (this.#done) n.close();
-          else {
-            this.#native = n;
-            this.#kernelFilter = n.kernelFilter;
-          }
+          else this.#native = n;
           return n;
         } catch (e) {
           this.#fail(e);
@@ -146,7 +140,7 @@ class Stream implements EventStream {
   }
 
   get kernelFilter(): boolean {
-    return !this.#done && this.#kernelFilter;
+    return !this.#done && (this.#native?.kernelFilter ?? false);
   }
 
   next(): Promise<IteratorResult<ConntrackEvent>> {

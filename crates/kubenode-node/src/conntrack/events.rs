@@ -53,6 +53,9 @@ struct Shared {
     socket: Mutex<Option<EventSocket>>,
     waker: EventWaker,
     closed: AtomicBool,
+    /// Set at open, when the filter is attached, and never changed: read without the socket's
+    /// lock, which a waiting read holds.
+    kernel_filter: bool,
 }
 
 impl Shared {
@@ -109,10 +112,7 @@ impl JsConntrackEvents {
     /// Whether the kernel filters the stream's flow fields (a socket filter is attached).
     #[napi(getter)]
     pub fn kernel_filter(&self) -> bool {
-        match self.shared.socket.try_lock() {
-            Ok(s) => s.as_ref().is_some_and(EventSocket::kernel_filter),
-            Err(_) => false,
-        }
+        self.shared.kernel_filter && !self.shared.closed.load(Ordering::SeqCst)
     }
 }
 
@@ -156,6 +156,7 @@ impl Task for OpenEvents {
             Ok(s) => {
                 let shared = Shared {
                     waker: s.waker(),
+                    kernel_filter: s.kernel_filter(),
                     socket: Mutex::new(Some(s)),
                     closed: AtomicBool::new(false),
                 };
