@@ -11,11 +11,14 @@ import { promClient } from '../peers.js';
 export const SYNC_DURATION = 'kubenode_conntrack_reconciler_sync_duration_seconds';
 /** Name of the counter of deleted flows (kube-proxy's `ReconcileConntrackFlowsDeletedEntriesTotal`). */
 export const DELETED_TOTAL = 'kubenode_conntrack_reconciler_deleted_entries_total';
-/** Name of the counter of passes by the path they took (`full`, `targeted`, `unchanged`). */
+/**
+ * Name of the counter of passes by the path they took (`full`, `targeted`, `unchanged`,
+ * `indexed`).
+ */
 export const PASSES_TOTAL = 'kubenode_conntrack_reconciler_passes_total';
 /** Name of the counter of passes that failed (and are retried at the next period). */
 export const FAILED_PASSES_TOTAL = 'kubenode_conntrack_reconciler_failed_passes_total';
-/** Name of the counter of pod IPs the opt-in purge deleted the flows of. */
+/** Name of the counter of pod IPs the opt-in purge ran for (failures included). */
 export const PURGED_POD_IPS_TOTAL = 'kubenode_conntrack_reconciler_purged_pod_ips_total';
 /** Name of the counter of flows the opt-in pod-IP purge deleted. */
 export const PURGED_ENTRIES_TOTAL = 'kubenode_conntrack_reconciler_purged_entries_total';
@@ -75,7 +78,9 @@ export function conntrackMetrics(registry: Registry): ConntrackMetrics {
     }),
     passes: new Counter({
       name: PASSES_TOTAL,
-      help: 'Cleanup passes of the conntrack reconciler by the path they took (full, targeted, unchanged)',
+      help:
+        'Cleanup passes of the conntrack reconciler by the path they took ' +
+        '(full, targeted, unchanged, indexed)',
       labelNames: ['ip_family', 'path'],
       registers: [registry],
     }),
