@@ -334,21 +334,8 @@ fn purge_removes_every_flow_of_an_address_in_any_protocol() {
 mod kernel_never_drops_a_match {
     use super::*;
     use proptest::prelude::*;
-    use std::sync::OnceLock;
-
-    type Shared = (Netns, Conntrack, Vec<Flow>);
-
-    /// One namespace and handle for every case: the table is only read.
-    fn shared() -> &'static std::sync::Mutex<Shared> {
-        static NS: OnceLock<std::sync::Mutex<Shared>> = OnceLock::new();
-        NS.get_or_init(|| {
-            let ns = Netns::new();
-            let mut ct = ns.open();
-            ct.create(Family::V4, &table()).unwrap();
-            let all = ct.list(Family::V4, &FlowFilter::default()).unwrap().0;
-            std::sync::Mutex::new((ns, ct, all))
-        })
-    }
+    use proptest::test_runner::TestRunner;
+    use std::cell::RefCell;
 
     fn addr() -> impl Strategy<Value = Option<AddrMatch>> {
         let ips = [
@@ -422,15 +409,31 @@ mod kernel_never_drops_a_match {
             })
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-        #[test]
-        fn listing_equals_the_rule_over_the_whole_table(f in filter()) {
-            let mut guard = shared().lock().unwrap();
-            let (_, ct, all) = &mut *guard;
-            let mut want: Vec<u16> = all.iter().filter(|x| f.matches(x)).map(|x| x.orig.src_port).collect();
-            want.sort();
-            prop_assert_eq!(ports(ct, Family::V4, &f).0, want);
-        }
+    #[test]
+    fn listing_equals_the_rule_over_the_whole_table() {
+        // One namespace and handle for every case (the table is only read), owned by the test so
+        // the namespace is deleted when it ends: a static would never be dropped.
+        let ns = Netns::new();
+        let mut ct = ns.open();
+        ct.create(Family::V4, &table()).unwrap();
+        let all = ct.list(Family::V4, &FlowFilter::default()).unwrap().0;
+        let ct = RefCell::new(ct);
+        let config = ProptestConfig {
+            cases: 64,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        TestRunner::new(config)
+            .run(&filter(), |f| {
+                let mut want: Vec<u16> = all
+                    .iter()
+                    .filter(|x| f.matches(x))
+                    .map(|x| x.orig.src_port)
+                    .collect();
+                want.sort();
+                prop_assert_eq!(ports(&mut ct.borrow_mut(), Family::V4, &f).0, want);
+                Ok(())
+            })
+            .unwrap();
     }
 }
