@@ -13,3 +13,9 @@ export function cpuNs(pid: number | undefined): number {
   }
   return ns;
 }
+
+/** Reads each process's CPU now; the function returned gives the ms each has run since. */
+export function cpuSince(pids: (number | undefined)[]): () => number[] {
+  const start = pids.map(cpuNs);
+  return () => pids.map((p, i) => (cpuNs(p) - (start[i] ?? 0)) / 1e6);
+}

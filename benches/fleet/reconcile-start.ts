@@ -15,7 +15,7 @@ import { TestNetns } from '../../test/conntrack/netns.js';
 import { startApiServer } from '../../test/support/apiserver.js';
 import { loadKubeConfig } from '../../ts/kube/config.js';
 import { restClient } from '../../ts/kube/rest.js';
-import { cpuNs } from './cpu.js';
+import { cpuSince } from './cpu.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const { values } = parseArgs({
@@ -74,9 +74,9 @@ async function once(node: string, dist: string, kubeconfig: string, netns: strin
   await new Promise((r) => setTimeout(r, 5000));
   const rss = status(child.pid as number, 'VmRSS');
   const hwm = status(child.pid as number, 'VmHWM');
-  const c0 = cpuNs(child.pid as number);
+  const atRest = cpuSince([child.pid]);
   await new Promise((r) => setTimeout(r, 20_000));
-  const idle = (cpuNs(child.pid as number) - c0) / 1e6 / 20;
+  const idle = (atRest()[0] ?? 0) / 20;
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   return { first, rss, hwm, idle };

@@ -12,7 +12,7 @@ import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice, type V1Service } from 
 import { TestNetns } from '../../test/conntrack/netns.js';
 import { type ApiServer, startApiServer } from '../../test/support/apiserver.js';
 import { endpointsTable, serviceEntries } from '../../ts/conntrack/k8s.js';
-import { cpuNs } from './cpu.js';
+import { cpuSince } from './cpu.js';
 import {
   type ProxyNode,
   programmed,
@@ -264,18 +264,20 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     await sleep(2000); // let start-up passes (if any) finish before the change
     // CPU at rest: every process up, nothing changing, the same window for both kinds.
     const restS = opts.restSeconds ?? 10;
-    const cpu0 = [nodes.map((n) => cpuNs(n.child?.pid)), proxies.map((p) => cpuNs(p.child?.pid))];
+    const nodePids = nodes.map((n) => n.child?.pid);
+    const proxyPids = proxies.map((p) => p.child?.pid);
+    const nodesAtRest = cpuSince(nodePids);
+    const proxiesAtRest = cpuSince(proxyPids);
     await sleep(restS * 1000);
-    const restCpuMsPerS = nodes.map((n, i) => (cpuNs(n.child?.pid) - (cpu0[0]?.[i] ?? 0)) / 1e6 / restS);
-    const kubeProxyRestCpuMsPerS = proxies.map(
-      (p, i) => (cpuNs(p.child?.pid) - (cpu0[1]?.[i] ?? 0)) / 1e6 / restS,
-    );
+    const restCpuMsPerS = nodesAtRest().map((ms) => ms / restS);
+    const kubeProxyRestCpuMsPerS = proxiesAtRest().map((ms) => ms / restS);
     for (const n of nodes) n.out = '';
     log(`  ${opts.nodes} reconcilers running; API server watches ${watchesBefore} → ${watchesAfter}`);
 
     const cur = (await disc.readNamespacedEndpointSlice({ name: 'dns-1', namespace: NS })) as V1EndpointSlice;
     cur.endpoints = (cur.endpoints ?? []).slice(0, opts.endpoints - opts.removed);
-    const cpuAtWrite = [nodes.map((n) => cpuNs(n.child?.pid)), proxies.map((p) => cpuNs(p.child?.pid))];
+    const nodesSinceWrite = cpuSince(nodePids);
+    const proxiesSinceWrite = cpuSince(proxyPids);
     const written = Date.now();
     await disc.replaceNamespacedEndpointSlice({ name: 'dns-1', namespace: NS, body: cur });
 
@@ -297,10 +299,8 @@ export async function runFleet(opts: FleetOptions): Promise<FleetResult> {
     const rss = nodes.map((n) => rssKB(n.child?.pid));
     const kubeProxyRssKB = proxies.map((p) => rssKB(p.child?.pid));
     await polled;
-    const changeCpuMs = nodes.map((n, i) => (cpuNs(n.child?.pid) - (cpuAtWrite[0]?.[i] ?? 0)) / 1e6);
-    const kubeProxyChangeCpuMs = proxies.map(
-      (p, i) => (cpuNs(p.child?.pid) - (cpuAtWrite[1]?.[i] ?? 0)) / 1e6,
-    );
+    const changeCpuMs = nodesSinceWrite();
+    const kubeProxyChangeCpuMs = proxiesSinceWrite();
     const kubeProxyStaleLeft = proxies.reduce((n, p) => n + stale(p.ns), 0);
     stopKubeProxies(proxies);
     proxies = [];
