@@ -26,5 +26,8 @@ npm ci --no-audit --no-fund --prefer-offline
 if [ "${1:-}" = --prebuilt ]; then
   npm run build:ts
 else
+  # rustup (1.28 on) no longer installs the toolchain rust-toolchain.toml names on first use: a
+  # fresh machine's cargo would fail with "toolchain '1.88.0-…' is not installed". Idempotent.
+  if command -v rustup >/dev/null 2>&1; then rustup toolchain install; fi
   npm run build
 fi
