@@ -252,8 +252,9 @@ describe('deploy/', () => {
     expect(cc?.command).toEqual([
       'node',
       '--max-semi-space-size=1',
-      '--max-opt=1',
+      '--max-opt=2',
       '--optimize-for-size',
+      '--single-threaded',
       '/opt/kubenode/node_modules/kubenode/dist/cli/main.js',
     ]);
     expect(cc?.env?.some((e) => e.name === 'NODE_OPTIONS')).toBe(false);
