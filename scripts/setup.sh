@@ -26,8 +26,11 @@ npm ci --no-audit --no-fund --prefer-offline
 if [ "${1:-}" = --prebuilt ]; then
   npm run build:ts
 else
-  # rustup (1.28 on) no longer installs the toolchain rust-toolchain.toml names on first use: a
-  # fresh machine's cargo would fail with "toolchain '1.88.0-…' is not installed". Idempotent.
-  if command -v rustup >/dev/null 2>&1; then rustup toolchain install; fi
+  # A rustup that does not install the toolchain rust-toolchain.toml names on first use (1.28.0,
+  # or auto-install turned off) leaves a fresh machine's cargo failing with "toolchain '1.88.0-…'
+  # is not installed". (A bare `rustup toolchain install` needs rustup 1.28 or later.)
+  if command -v rustup >/dev/null 2>&1 && ! rustup show active-toolchain >/dev/null 2>&1; then
+    rustup toolchain install
+  fi
   npm run build
 fi
