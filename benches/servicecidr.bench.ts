@@ -149,6 +149,7 @@ interface AuditEvent {
   auditID: string;
   verb: string;
   requestReceivedTimestamp: string;
+  stageTimestamp: string;
   objectRef?: { resource?: string; subresource?: string };
 }
 
@@ -170,6 +171,40 @@ function requestsIn(auditLog: string, from: number, to: number, exclude: (e: Aud
     if (e.verb === 'patch') firstWrite = Math.min(firstWrite, t - from);
   }
   return { total: seen.size, byKind, firstWriteMs: firstWrite };
+}
+
+/** An audit timestamp (RFC 3339 to the microsecond) in ms, keeping the microseconds. */
+function auditMs(ts: string): number {
+  const micro = /\.(\d{1,6})Z$/.exec(ts)?.[1] ?? '';
+  return Date.parse(ts) - Number(micro.slice(0, 3).padEnd(3, '0')) + Number(micro.padEnd(6, '0')) / 1000;
+}
+
+/**
+ * The patches received in [from, until] and how many of them the API server was working on at
+ * once, on average (their summed time in the server over the span from the first to the last).
+ * With the same workers, a client that turns answers into its next writes sooner keeps more of
+ * them in flight.
+ */
+function writesInFlight(auditLog: string, from: number, until: number) {
+  let busy = 0;
+  let n = 0;
+  let first = Number.POSITIVE_INFINITY;
+  let last = 0;
+  for (const line of readFileSync(auditLog, 'utf8').split('\n')) {
+    if (!line) continue;
+    const e = JSON.parse(line) as AuditEvent;
+    const t = auditMs(e.requestReceivedTimestamp);
+    if (e.verb !== 'patch' || t < from || t > until) continue;
+    busy += auditMs(e.stageTimestamp) - t;
+    n++;
+    first = Math.min(first, t);
+    last = Math.max(last, t);
+  }
+  return {
+    n,
+    meanMs: n ? busy / n : Number.NaN,
+    inFlight: last > first ? busy / (last - first) : Number.NaN,
+  };
 }
 
 /** Peak and current resident set of a live process, in MiB. */
@@ -253,6 +288,8 @@ interface ControllerRun {
   settleMs: number;
   /** Syncs of the API server's ServiceCIDR allocator between spawn and Ready. */
   syncs: number;
+  /** Patches the API server was working on at once between spawn and Ready, on average, and each one's time in it. */
+  writes: { inFlight: number; meanMs: number };
   requests: ReturnType<typeof requestsIn>;
   rss: { peak: number; now: number };
   /** CPU seconds: the controller's to Ready and over the run, the API server's plus etcd's over the run. */
@@ -333,6 +370,7 @@ async function controllerRun(
       exited.then(() => Promise.reject(new Error(`${peer} exited early: ${stderr}`))),
     ]);
     const readyMs = performance.now() - t0;
+    const readyAt = Date.now();
     const logAtReady = statSync(apiLog).size;
     const cpuAtReady = cpuSeconds(child.pid);
     // The API server keeps deletionTimestamp to the second, and both controllers count the grace
@@ -358,10 +396,11 @@ async function controllerRun(
       (e) => e.verb === 'delete' && e.objectRef?.resource === 'servicecidrs',
     );
     const syncs = allocatorSyncs(apiLog, logAtSpawn, logAtReady);
+    const writes = writesInFlight(auditLog, from, readyAt);
     ctx.log(
-      `  e2e ${peer}: API server idle ${settleMs.toFixed(0)} ms after the creates; Ready ${readyMs.toFixed(0)} ms (API server allocator syncs ${syncs}, controller CPU ${cpuAtReady.toFixed(2)} s), deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, first write ${requests.firstWriteMs.toFixed(0)} ms after spawn, peak RSS ${rss.peak.toFixed(1)} MiB, CPU ${cpu.controller.toFixed(2)} s (API server and etcd ${cpu.server.toFixed(2)} s)`,
+      `  e2e ${peer}: API server idle ${settleMs.toFixed(0)} ms after the creates; Ready ${readyMs.toFixed(0)} ms (API server allocator syncs ${syncs}, controller CPU ${cpuAtReady.toFixed(2)} s, ${writes.inFlight.toFixed(2)} writes in flight at the API server, ${writes.meanMs.toFixed(1)} ms each), deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, first write ${requests.firstWriteMs.toFixed(0)} ms after spawn, peak RSS ${rss.peak.toFixed(1)} MiB, CPU ${cpu.controller.toFixed(2)} s (API server and etcd ${cpu.server.toFixed(2)} s)`,
     );
-    return { peer, readyMs, deleteMs, settleMs, syncs, requests, rss, cpu };
+    return { peer, readyMs, deleteMs, settleMs, syncs, writes, requests, rss, cpu };
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     w.abort();
@@ -466,10 +505,11 @@ function modeTable(m: ModeResult, rounds: number): string {
   const k = row('kubenode');
   const g = row('go-upstream');
   const peers = peersVersions();
-  const spread = (
+  const inFlight = (x: ControllerRun) => `${x.writes.inFlight.toFixed(2)} (${x.writes.meanMs.toFixed(1)} ms)`;
+  const spread = <V = number>(
     peer: string,
-    f: (x: ControllerRun) => number,
-    show = (v: number) => (v / 1000).toFixed(2),
+    f: (x: ControllerRun) => V,
+    show: (v: V) => string = (v) => (Number(v) / 1000).toFixed(2),
   ) =>
     of(peer)
       .map((x) => show(f(x)))
@@ -486,7 +526,8 @@ function modeTable(m: ModeResult, rounds: number): string {
     `Rounds (${rounds}) — to Ready, kubenode: ${spread('kubenode', (x) => x.readyMs)} s; upstream: ${spread('go-upstream', (x) => x.readyMs)} s. ` +
       `To deleted, kubenode: ${spread('kubenode', (x) => x.deleteMs)} s; upstream: ${spread('go-upstream', (x) => x.deleteMs)} s. ` +
       `Wait for an idle API server after the creates (its 0.5 s idle check included), kubenode: ${spread('kubenode', (x) => x.settleMs)} s; upstream: ${spread('go-upstream', (x) => x.settleMs)} s. ` +
-      `The API server's allocator syncs between spawn and Ready, kubenode: ${spread('kubenode', (x) => x.syncs, String)}; upstream: ${spread('go-upstream', (x) => x.syncs, String)}.`,
+      `The API server's allocator syncs between spawn and Ready, kubenode: ${spread('kubenode', (x) => x.syncs, String)}; upstream: ${spread('go-upstream', (x) => x.syncs, String)}. ` +
+      `Writes in flight at the API server between spawn and Ready, on average (each controller has 5 workers), and each one's mean time in the server, kubenode: ${spread('kubenode', inFlight, String)}; upstream: ${spread('go-upstream', inFlight, String)}.`,
   ].join('\n');
 }
 
@@ -563,7 +604,9 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
       "A controller's time starts at process spawn (start-up and",
       'initial watch included) and ends at the last watch event showing the finalizer and Ready=True (resp. the last',
       'DELETED event, timed from the first delete; the deletes start 50 ms past a wall-clock second, because the',
-      "grace period counts from a deletionTimestamp kept to the second). Requests are the API server's audit events (one per audit ID) between",
+      "grace period counts from a deletionTimestamp kept to the second). Writes in flight are the patches' summed time in the API server",
+      '(audit requestReceivedTimestamp to ResponseComplete) over the span in which they were received.',
+      "Requests are the API server's audit events (one per audit ID) between",
       "spawn and exit, less the clients' deletes; RSS is VmHWM from /proc before the controller is stopped. The",
       'loaded run keeps the busy processes going for all its rounds; set `KUBENODE_BENCH_LOAD=<n>` for another',
       'count, 0 for the quiet run alone.',
