@@ -153,12 +153,32 @@ interface AuditEvent {
   objectRef?: { resource?: string; subresource?: string };
 }
 
-/** Requests (one per audit ID) received in [from, to], as counts per "verb resource[/sub]". */
-function requestsIn(auditLog: string, from: number, to: number, exclude: (e: AuditEvent) => boolean) {
+/** An audit timestamp (RFC 3339 to the microsecond) in ms, microseconds kept as the fraction. */
+function auditMs(ts: string): number {
+  const micro = /\.(\d{1,6})Z$/.exec(ts)?.[1] ?? '';
+  // Date.parse keeps the milliseconds; the digits after them are the fraction.
+  return Date.parse(ts) + Number(`0.${micro.slice(3) || '0'}`);
+}
+
+/**
+ * Requests (one per audit ID) received in [from, to], as counts per "verb resource[/sub]", and
+ * the patches among them received by `readyAt`: how many the API server was working on at once,
+ * on average (their summed time in the server over the span from the first to the last), and
+ * each one's mean time in it. With the same workers, a client that turns answers into its next
+ * writes sooner keeps more of them in flight.
+ */
+function requestsIn(
+  auditLog: string,
+  from: number,
+  to: number,
+  readyAt: number,
+  exclude: (e: AuditEvent) => boolean,
+) {
   const seen = new Set<string>();
   const byKind = new Map<string, number>();
   // When the first write (a patch) reached the API server, in ms after `from`.
   let firstWrite = Number.POSITIVE_INFINITY;
+  const w = { busy: 0, n: 0, first: Number.POSITIVE_INFINITY, last: 0 };
   for (const line of readFileSync(auditLog, 'utf8').split('\n')) {
     if (!line) continue;
     const e = JSON.parse(line) as AuditEvent;
@@ -168,43 +188,20 @@ function requestsIn(auditLog: string, from: number, to: number, exclude: (e: Aud
     const r = e.objectRef;
     const kind = `${e.verb} ${r?.resource ?? '(non-resource)'}${r?.subresource ? `/${r.subresource}` : ''}`;
     byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
-    if (e.verb === 'patch') firstWrite = Math.min(firstWrite, t - from);
+    if (e.verb !== 'patch') continue;
+    firstWrite = Math.min(firstWrite, t - from);
+    const received = auditMs(e.requestReceivedTimestamp);
+    if (received > readyAt) continue;
+    w.busy += auditMs(e.stageTimestamp) - received;
+    w.n++;
+    w.first = Math.min(w.first, received);
+    w.last = Math.max(w.last, received);
   }
-  return { total: seen.size, byKind, firstWriteMs: firstWrite };
-}
-
-/** An audit timestamp (RFC 3339 to the microsecond) in ms, keeping the microseconds. */
-function auditMs(ts: string): number {
-  const micro = /\.(\d{1,6})Z$/.exec(ts)?.[1] ?? '';
-  return Date.parse(ts) - Number(micro.slice(0, 3).padEnd(3, '0')) + Number(micro.padEnd(6, '0')) / 1000;
-}
-
-/**
- * The patches received in [from, until] and how many of them the API server was working on at
- * once, on average (their summed time in the server over the span from the first to the last).
- * With the same workers, a client that turns answers into its next writes sooner keeps more of
- * them in flight.
- */
-function writesInFlight(auditLog: string, from: number, until: number) {
-  let busy = 0;
-  let n = 0;
-  let first = Number.POSITIVE_INFINITY;
-  let last = 0;
-  for (const line of readFileSync(auditLog, 'utf8').split('\n')) {
-    if (!line) continue;
-    const e = JSON.parse(line) as AuditEvent;
-    const t = auditMs(e.requestReceivedTimestamp);
-    if (e.verb !== 'patch' || t < from || t > until) continue;
-    busy += auditMs(e.stageTimestamp) - t;
-    n++;
-    first = Math.min(first, t);
-    last = Math.max(last, t);
-  }
-  return {
-    n,
-    meanMs: n ? busy / n : Number.NaN,
-    inFlight: last > first ? busy / (last - first) : Number.NaN,
+  const writes = {
+    inFlight: w.last > w.first ? w.busy / (w.last - w.first) : Number.NaN,
+    meanMs: w.n ? w.busy / w.n : Number.NaN,
   };
+  return { total: seen.size, byKind, firstWriteMs: firstWrite, writes };
 }
 
 /** Peak and current resident set of a live process, in MiB. */
@@ -288,8 +285,6 @@ interface ControllerRun {
   settleMs: number;
   /** Syncs of the API server's ServiceCIDR allocator between spawn and Ready. */
   syncs: number;
-  /** Patches the API server was working on at once between spawn and Ready, on average, and each one's time in it. */
-  writes: { inFlight: number; meanMs: number };
   requests: ReturnType<typeof requestsIn>;
   rss: { peak: number; now: number };
   /** CPU seconds: the controller's to Ready and over the run, the API server's plus etcd's over the run. */
@@ -393,14 +388,15 @@ async function controllerRun(
       auditLog,
       from,
       to,
+      readyAt,
       (e) => e.verb === 'delete' && e.objectRef?.resource === 'servicecidrs',
     );
     const syncs = allocatorSyncs(apiLog, logAtSpawn, logAtReady);
-    const writes = writesInFlight(auditLog, from, readyAt);
+    const { writes } = requests;
     ctx.log(
       `  e2e ${peer}: API server idle ${settleMs.toFixed(0)} ms after the creates; Ready ${readyMs.toFixed(0)} ms (API server allocator syncs ${syncs}, controller CPU ${cpuAtReady.toFixed(2)} s, ${writes.inFlight.toFixed(2)} writes in flight at the API server, ${writes.meanMs.toFixed(1)} ms each), deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, first write ${requests.firstWriteMs.toFixed(0)} ms after spawn, peak RSS ${rss.peak.toFixed(1)} MiB, CPU ${cpu.controller.toFixed(2)} s (API server and etcd ${cpu.server.toFixed(2)} s)`,
     );
-    return { peer, readyMs, deleteMs, settleMs, syncs, writes, requests, rss, cpu };
+    return { peer, readyMs, deleteMs, settleMs, syncs, requests, rss, cpu };
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     w.abort();
@@ -505,7 +501,8 @@ function modeTable(m: ModeResult, rounds: number): string {
   const k = row('kubenode');
   const g = row('go-upstream');
   const peers = peersVersions();
-  const inFlight = (x: ControllerRun) => `${x.writes.inFlight.toFixed(2)} (${x.writes.meanMs.toFixed(1)} ms)`;
+  const inFlight = ({ requests: { writes } }: ControllerRun) =>
+    `${writes.inFlight.toFixed(2)} (${writes.meanMs.toFixed(1)} ms)`;
   const spread = <V = number>(
     peer: string,
     f: (x: ControllerRun) => V,
