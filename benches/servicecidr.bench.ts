@@ -11,6 +11,7 @@ import {
   readFileSync,
   readSync,
   rmSync,
+  statfsSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -211,6 +212,24 @@ function rssMiB(pid: number): { peak: number; now: number } {
   return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 };
 }
 
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * Where etcd's data, the API server's logs and the audit log go: KUBENODE_BENCH_DATA_DIR, else
+ * /dev/shm when it is a tmpfs, else (undefined) the OS temp dir. On a disk, etcd's fsyncs and
+ * the allocator's line per ServiceCIDR per sync wait on writeback, by as much in one round as
+ * the controllers differ by.
+ */
+function benchDataDir(): string | undefined {
+  const chosen = process.env.KUBENODE_BENCH_DATA_DIR;
+  if (chosen) return chosen;
+  try {
+    return statfsSync('/dev/shm').type === TMPFS_MAGIC ? '/dev/shm' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU seconds (user + system) a process has used so far; NaN once it is gone. */
 function cpuSeconds(pid: number | undefined): number {
   try {
@@ -287,8 +306,8 @@ interface ControllerRun {
   syncs: number;
   requests: ReturnType<typeof requestsIn>;
   rss: { peak: number; now: number };
-  /** CPU seconds: the controller's to Ready and over the run, the API server's plus etcd's over the run. */
-  cpu: { toReady: number; controller: number; server: number };
+  /** CPU seconds: the controller's and the API server's plus etcd's, to Ready and over the run. */
+  cpu: { toReady: number; controller: number; serverToReady: number; server: number };
 }
 
 /**
@@ -368,6 +387,7 @@ async function controllerRun(
     const readyAt = Date.now();
     const logAtReady = statSync(apiLog).size;
     const cpuAtReady = cpuSeconds(child.pid);
+    const serverToReady = serverCpu() - server0;
     // The API server keeps deletionTimestamp to the second, and both controllers count the grace
     // period from it: start the deletes just past a wall-clock second, so that truncation (up to
     // 1 s of the measured time) is the same for every run instead of noise between them.
@@ -379,7 +399,12 @@ async function controllerRun(
     await until(() => gone.size === n, 'all deleted');
     const deleteMs = performance.now() - t1;
     const rss = rssMiB(child.pid as number);
-    const cpu = { toReady: cpuAtReady, controller: cpuSeconds(child.pid), server: serverCpu() - server0 };
+    const cpu = {
+      toReady: cpuAtReady,
+      controller: cpuSeconds(child.pid),
+      serverToReady,
+      server: serverCpu() - server0,
+    };
     child.kill('SIGTERM');
     await exited;
     const to = Date.now();
@@ -394,7 +419,7 @@ async function controllerRun(
     const syncs = allocatorSyncs(apiLog, logAtSpawn, logAtReady);
     const { writes } = requests;
     ctx.log(
-      `  e2e ${peer}: API server idle ${settleMs.toFixed(0)} ms after the creates; Ready ${readyMs.toFixed(0)} ms (API server allocator syncs ${syncs}, controller CPU ${cpuAtReady.toFixed(2)} s, ${writes.inFlight.toFixed(2)} writes in flight at the API server, ${writes.meanMs.toFixed(1)} ms each), deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, first write ${requests.firstWriteMs.toFixed(0)} ms after spawn, peak RSS ${rss.peak.toFixed(1)} MiB, CPU ${cpu.controller.toFixed(2)} s (API server and etcd ${cpu.server.toFixed(2)} s)`,
+      `  e2e ${peer}: API server idle ${settleMs.toFixed(0)} ms after the creates; Ready ${readyMs.toFixed(0)} ms (API server allocator syncs ${syncs}, controller CPU ${cpuAtReady.toFixed(2)} s, API server and etcd CPU ${serverToReady.toFixed(2)} s, ${writes.inFlight.toFixed(2)} writes in flight at the API server, ${writes.meanMs.toFixed(1)} ms each), deleted ${deleteMs.toFixed(0)} ms, ${requests.total} requests, first write ${requests.firstWriteMs.toFixed(0)} ms after spawn, peak RSS ${rss.peak.toFixed(1)} MiB, CPU ${cpu.controller.toFixed(2)} s (API server and etcd ${cpu.server.toFixed(2)} s)`,
     );
     return { peer, readyMs, deleteMs, settleMs, syncs, requests, rss, cpu };
   } finally {
@@ -496,6 +521,7 @@ function modeTable(m: ModeResult, rounds: number): string {
       cpuToReady: median(xs.map((x) => x.cpu.toReady)),
       firstWrite: median(xs.map((x) => x.requests.firstWriteMs)),
       serverCpu: median(xs.map((x) => x.cpu.server)),
+      serverToReady: median(xs.map((x) => x.cpu.serverToReady)),
     };
   };
   const k = row('kubenode');
@@ -514,11 +540,11 @@ function modeTable(m: ModeResult, rounds: number): string {
   return [
     `**${m.loaders ? `Loaded: ${m.loaders} busy processes (\`yes > /dev/null\`) beside the run` : 'Quiet: no load generator'}** (1-minute load average ${m.load[0].toFixed(2)} before, ${m.load[1].toFixed(2)} after)`,
     '',
-    '| controller | all finalized and Ready | spawn → first write | all deleted (10 s grace) | API requests | peak RSS (median, max) | controller CPU to Ready, whole run | API server + etcd CPU |',
+    '| controller | all finalized and Ready | spawn → first write | all deleted (10 s grace) | API requests | peak RSS (median, max) | controller CPU to Ready, whole run | API server + etcd CPU to Ready, whole run |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
-    `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.firstWrite / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB, ${k.rssMax.toFixed(1)} MiB | ${k.cpuToReady.toFixed(2)} s, ${k.cpu.toFixed(2)} s | ${k.serverCpu.toFixed(2)} s |`,
-    `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.firstWrite / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB, ${g.rssMax.toFixed(1)} MiB | ${g.cpuToReady.toFixed(2)} s, ${g.cpu.toFixed(2)} s | ${g.serverCpu.toFixed(2)} s |`,
-    `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.firstWrite / k.firstWrite)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} | ${fmtRatio(g.cpuToReady / k.cpuToReady)}, ${fmtRatio(g.cpu / k.cpu)} | ${fmtRatio(g.serverCpu / k.serverCpu)} |`,
+    `| kubenode (\`kubenode servicecidr-controller\`) | ${(k.ready / 1000).toFixed(2)} s | ${(k.firstWrite / 1000).toFixed(2)} s | ${(k.del / 1000).toFixed(2)} s | ${k.req} | ${k.rss.toFixed(1)} MiB, ${k.rssMax.toFixed(1)} MiB | ${k.cpuToReady.toFixed(2)} s, ${k.cpu.toFixed(2)} s | ${k.serverToReady.toFixed(2)} s, ${k.serverCpu.toFixed(2)} s |`,
+    `| go-upstream (kube-controller-manager ${peers.kubernetes}) | ${(g.ready / 1000).toFixed(2)} s | ${(g.firstWrite / 1000).toFixed(2)} s | ${(g.del / 1000).toFixed(2)} s | ${g.req} | ${g.rss.toFixed(1)} MiB, ${g.rssMax.toFixed(1)} MiB | ${g.cpuToReady.toFixed(2)} s, ${g.cpu.toFixed(2)} s | ${g.serverToReady.toFixed(2)} s, ${g.serverCpu.toFixed(2)} s |`,
+    `| ratio (upstream / kubenode) | ${fmtRatio(g.ready / k.ready)} | ${fmtRatio(g.firstWrite / k.firstWrite)} | ${fmtRatio(g.del / k.del)} | ${fmtRatio(g.req / k.req)} | ${fmtRatio(g.rss / k.rss)} | ${fmtRatio(g.cpuToReady / k.cpuToReady)}, ${fmtRatio(g.cpu / k.cpu)} | ${fmtRatio(g.serverToReady / k.serverToReady)}, ${fmtRatio(g.serverCpu / k.serverCpu)} |`,
     '',
     `Rounds (${rounds}) — to Ready, kubenode: ${spread('kubenode', (x) => x.readyMs)} s; upstream: ${spread('go-upstream', (x) => x.readyMs)} s. ` +
       `To deleted, kubenode: ${spread('kubenode', (x) => x.deleteMs)} s; upstream: ${spread('go-upstream', (x) => x.deleteMs)} s. ` +
@@ -537,7 +563,8 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
   const nodeFlags =
     process.env.KUBENODE_BENCH_NODE_FLAGS?.split(/\s+/).filter((f) => f !== '') ?? chartNodeOptions();
   const kcm = goPeerBinary('kube-controller-manager');
-  const dir = mkdtempSync(join(tmpdir(), 'kubenode-bench-scc-'));
+  const dataDir = benchDataDir();
+  const dir = mkdtempSync(join(dataDir ?? tmpdir(), 'kubenode-bench-scc-'));
   const policy = join(dir, 'audit-policy.yaml');
   const auditLog = join(dir, 'audit.log');
   writeFileSync(policy, AUDIT_POLICY);
@@ -550,6 +577,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
       // file the counts read: about seven rounds of both controllers fill it.
       '--audit-log-maxsize=100000',
     ],
+    ...(dataDir ? { parentDir: dataDir } : {}),
   });
   try {
     const commands: Record<string, string[]> = {
@@ -598,6 +626,9 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
       "API server's and etcd's over the same window. Each round creates the ServiceCIDRs, waits until the API server",
       "and etcd are idle (under a tenth of a core for 0.5 s: the API server's own allocator walks every ServiceCIDR",
       'on each ServiceCIDR event, so the creates leave it seconds of backlog), then spawns the controller.',
+      `etcd's data, the API server's log and the audit log are on ${dataDir ? `\`${dataDir}\`${dataDir === '/dev/shm' ? ' (tmpfs)' : ''}` : 'the OS temp dir'} (\`KUBENODE_BENCH_DATA_DIR\` for another place): on a`,
+      "disk, etcd's fsyncs and the allocator's log line per ServiceCIDR per sync wait on writeback, and one round",
+      'of a controller could take twice as long as the next.',
       "A controller's time starts at process spawn (start-up and",
       'initial watch included) and ends at the last watch event showing the finalizer and Ready=True (resp. the last',
       'DELETED event, timed from the first delete; the deletes start 50 ms past a wall-clock second, because the',

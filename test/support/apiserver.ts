@@ -40,6 +40,8 @@ export interface ApiServerOptions {
    * benches/peers/go.mod). An older one needs its module files (benches/peers/update-deps.sh).
    */
   release?: string;
+  /** Where the instance's temp dir (etcd's data, the logs) is made (default: the OS temp dir). */
+  parentDir?: string;
 }
 
 export interface ApiServer {
@@ -207,7 +209,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
 
 async function startApiServerOnce(options: ApiServerOptions): Promise<ApiServer> {
   const bins = ensureBinaries(options.release);
-  const dir = mkdtempSync(join(tmpdir(), 'kubenode-apiserver-'));
+  const dir = mkdtempSync(join(options.parentDir ?? tmpdir(), 'kubenode-apiserver-'));
   const token = randomBytes(16).toString('hex');
   const caFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
