@@ -216,18 +216,18 @@ const TMPFS_MAGIC = 0x01021994;
 
 /**
  * Where etcd's data, the API server's logs and the audit log go: KUBENODE_BENCH_DATA_DIR, else
- * /dev/shm when it is a tmpfs, else (undefined) the OS temp dir. On a disk, etcd's fsyncs and
- * the allocator's line per ServiceCIDR per sync wait on writeback, by as much in one round as
- * the controllers differ by.
+ * /dev/shm when it is a tmpfs, else the OS temp dir. On this machine's disk (etcd fsyncs every
+ * write) one controller's quiet rounds spread 1.6×, on tmpfs 1.3×.
  */
-function benchDataDir(): string | undefined {
+function benchDataDir(): string {
   const chosen = process.env.KUBENODE_BENCH_DATA_DIR;
   if (chosen) return chosen;
   try {
-    return statfsSync('/dev/shm').type === TMPFS_MAGIC ? '/dev/shm' : undefined;
+    if (statfsSync('/dev/shm').type === TMPFS_MAGIC) return '/dev/shm';
   } catch {
-    return undefined;
+    // No /dev/shm: the OS temp dir.
   }
+  return tmpdir();
 }
 
 /** CPU seconds (user + system) a process has used so far; NaN once it is gone. */
@@ -564,7 +564,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
     process.env.KUBENODE_BENCH_NODE_FLAGS?.split(/\s+/).filter((f) => f !== '') ?? chartNodeOptions();
   const kcm = goPeerBinary('kube-controller-manager');
   const dataDir = benchDataDir();
-  const dir = mkdtempSync(join(dataDir ?? tmpdir(), 'kubenode-bench-scc-'));
+  const dir = mkdtempSync(join(dataDir, 'kubenode-bench-scc-'));
   const policy = join(dir, 'audit-policy.yaml');
   const auditLog = join(dir, 'audit.log');
   writeFileSync(policy, AUDIT_POLICY);
@@ -577,7 +577,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
       // file the counts read: about seven rounds of both controllers fill it.
       '--audit-log-maxsize=100000',
     ],
-    ...(dataDir ? { parentDir: dataDir } : {}),
+    parentDir: dataDir,
   });
   try {
     const commands: Record<string, string[]> = {
@@ -626,7 +626,7 @@ async function endToEnd(ctx: BenchContext): Promise<string> {
       "API server's and etcd's over the same window. Each round creates the ServiceCIDRs, waits until the API server",
       "and etcd are idle (under a tenth of a core for 0.5 s: the API server's own allocator walks every ServiceCIDR",
       'on each ServiceCIDR event, so the creates leave it seconds of backlog), then spawns the controller.',
-      `etcd's data, the API server's log and the audit log are in ${dataDir ? `\`${dataDir}\`${dataDir === '/dev/shm' ? ', a tmpfs' : ''}` : 'the OS temp dir'} (\`KUBENODE_BENCH_DATA_DIR\` for another place): on this`,
+      `etcd's data, the API server's log and the audit log are in \`${dataDir}\`${dataDir === '/dev/shm' ? ', a tmpfs' : ''} (\`KUBENODE_BENCH_DATA_DIR\` for another place): on this`,
       "machine's disk, where etcd fsyncs every write and the allocator logs a line per ServiceCIDR per sync, one",
       "controller's quiet rounds spread up to 1.6× (slowest / fastest), against 1.3× on tmpfs.",
       "A controller's time starts at process spawn (start-up and",
